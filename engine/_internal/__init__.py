@@ -1,0 +1,1 @@
+"""Private helpers shared by the engine's modules; not part of the public API."""

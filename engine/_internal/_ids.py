@@ -1,0 +1,54 @@
+"""Pure id helpers: time-ordered checkpoint ids and deterministic task ids."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+import uuid
+
+__all__ = ("new_checkpoint_id", "task_id_for")
+
+_lock = threading.Lock()
+_last_ts = 0
+
+
+def new_checkpoint_id(step: int = 0) -> str:
+    """A UUIDv6-style id: sorting ids as strings sorts them by creation time.
+
+    The 60-bit timestamp counts 100ns intervals since 1582 and never repeats in
+    this process (ties are bumped by one tick); the clock sequence carries the
+    step, as LangGraph does, and the node field is random.
+    """
+    global _last_ts
+    now = time.time_ns() // 100 + 0x01B21DD213814000
+    with _lock:
+        if now <= _last_ts:
+            now = _last_ts + 1
+        _last_ts = now
+    time_high = (now >> 28) & 0xFFFFFFFF
+    time_mid = (now >> 12) & 0xFFFF
+    time_low = now & 0x0FFF
+    clock_seq = step & 0x3FFF
+    node = int.from_bytes(os.urandom(6), "big")
+    value = (
+        (time_high << 96)
+        | (time_mid << 80)
+        | ((0x6000 | time_low) << 64)
+        | ((0x8000 | clock_seq) << 48)
+        | node
+    )
+    return str(uuid.UUID(int=value))
+
+
+def task_id_for(*parts: str | int | bytes) -> str:
+    """Deterministic task id (UUID-shaped) from the parts that identify a task."""
+    digest = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        digest.update(part if isinstance(part, bytes) else str(part).encode())
+        digest.update(b"\x00")
+    raw = bytearray(digest.digest())
+    raw[6] = (raw[6] & 0x0F) | 0x50
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    return str(uuid.UUID(bytes=bytes(raw)))

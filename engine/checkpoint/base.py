@@ -1,0 +1,367 @@
+"""The checkpoint saver contract shared by the memory, SQLite and Postgres backends.
+
+A checkpoint is the state of one thread (and namespace) after a super-step:
+channel values, channel versions, and the versions each node has seen. Pending
+writes are the writes of tasks that finished in the step *after* a checkpoint;
+they make resuming exact (finished tasks are not run again).
+
+Backends persist opaque ``(type_tag, payload)`` pairs made by ``self.serde``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, NamedTuple, TypedDict
+
+from engine._internal._constants import (
+    CONF,
+    CONFIG_KEY_CHECKPOINT_ID,
+    CONFIG_KEY_CHECKPOINT_NS,
+    CONFIG_KEY_THREAD_ID,
+    ERROR,
+    INTERRUPT,
+    RESUME,
+)
+from engine._internal._ids import new_checkpoint_id
+from engine._internal._typing import RunnableConfig
+from engine.checkpoint.serde.base import SerializerProtocol
+from engine.checkpoint.serde.jsonplus import JsonPlusSerializer
+from engine.errors import ErrorCode, error_message
+
+__all__ = (
+    "WRITES_IDX_MAP",
+    "BaseCheckpointSaver",
+    "ChannelVersions",
+    "Checkpoint",
+    "CheckpointMetadata",
+    "CheckpointTuple",
+    "PendingWrite",
+    "PruneStrategy",
+    "copy_checkpoint",
+    "empty_checkpoint",
+    "get_checkpoint_id",
+    "get_checkpoint_metadata",
+    "require_thread_id",
+)
+
+ChannelVersions = dict[str, str | int | float]
+PendingWrite = tuple[str, str, Any]
+PruneStrategy = Literal["keep_latest", "delete"]
+
+CHECKPOINT_FORMAT = 4
+
+WRITES_IDX_MAP = {ERROR: -1, INTERRUPT: -3, RESUME: -4}
+"""Special writes are stored at fixed negative indexes so re-saving them replaces
+the previous value (a task has one error, one interrupt list, one resume list)."""
+
+EXPECTED_HEAD = "__engine_expected_head"
+"""Config key: when present in ``put``'s config, the saver refuses the write unless
+this checkpoint id is still the newest of the thread and namespace (fencing)."""
+
+
+class CheckpointMetadata(TypedDict, total=False):
+    """What is known about how a checkpoint came to be."""
+
+    source: Literal["input", "loop", "update", "fork"]
+    """``input`` (a run's input), ``loop`` (a super-step), ``update`` (update_state),
+    ``fork`` (a copy of another checkpoint)."""
+    step: int
+    """-1 for the first input checkpoint, then 0, 1, ..."""
+    parents: dict[str, str]
+    """Checkpoint ids of the parent graphs, by namespace."""
+    writes: dict[str, Any] | None
+    """The updates that produced this checkpoint, by node name."""
+    run_id: str
+    thread_id: str
+
+
+class Checkpoint(TypedDict, total=False):
+    """State of a thread at one point in time."""
+
+    v: int
+    """Format version of this dict."""
+    id: str
+    """Unique, time-ordered id: sorting ids sorts checkpoints oldest first."""
+    ts: str
+    """ISO 8601 creation time."""
+    channel_values: dict[str, Any]
+    """Channel name -> value (only channels that hold a value)."""
+    channel_versions: ChannelVersions
+    """Channel name -> version; versions increase within a thread."""
+    versions_seen: dict[str, ChannelVersions]
+    """Node name -> channel name -> the version that node last ran on."""
+    updated_channels: list[str] | None
+    """Channels written in the step that made this checkpoint."""
+    schema_version: int
+    """Version of the graph's state schema this checkpoint was written under."""
+    channel_deltas: dict[str, tuple[str | int | float, int]]
+    """Hint for savers, never stored as such: channel -> (previous version, n) when
+    the new value is the previous version's value with ``value[n:]`` appended."""
+
+
+class CheckpointTuple(NamedTuple):
+    """A checkpoint with its config, metadata, parent and pending writes."""
+
+    config: RunnableConfig
+    checkpoint: Checkpoint
+    metadata: CheckpointMetadata
+    parent_config: RunnableConfig | None = None
+    pending_writes: list[PendingWrite] | None = None
+
+
+def empty_checkpoint() -> Checkpoint:
+    """A checkpoint with no values, versions or history."""
+    return Checkpoint(
+        v=CHECKPOINT_FORMAT,
+        id=new_checkpoint_id(-1),
+        ts=datetime.now(UTC).isoformat(),
+        channel_values={},
+        channel_versions={},
+        versions_seen={},
+        updated_channels=None,
+    )
+
+
+def copy_checkpoint(checkpoint: Checkpoint) -> Checkpoint:
+    """A copy whose dicts can be changed without touching the original (values shared)."""
+    copied = Checkpoint(
+        v=checkpoint.get("v", CHECKPOINT_FORMAT),
+        id=checkpoint["id"],
+        ts=checkpoint["ts"],
+        channel_values=checkpoint["channel_values"].copy(),
+        channel_versions=checkpoint["channel_versions"].copy(),
+        versions_seen={k: v.copy() for k, v in checkpoint["versions_seen"].items()},
+        updated_channels=checkpoint.get("updated_channels"),
+    )
+    if "schema_version" in checkpoint:
+        copied["schema_version"] = checkpoint["schema_version"]
+    return copied
+
+
+def get_checkpoint_id(config: RunnableConfig) -> str | None:
+    """The ``checkpoint_id`` a config addresses, if any."""
+    return config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID)
+
+
+def require_thread_id(config: RunnableConfig, what: str = "A checkpointer") -> str:
+    """The config's ``thread_id``, or a clear error saying how to pass one."""
+    thread_id = config.get(CONF, {}).get(CONFIG_KEY_THREAD_ID)
+    if thread_id is None or thread_id == "":
+        raise ValueError(
+            error_message(
+                f"{what} requires a thread_id in the config, e.g. "
+                '{"configurable": {"thread_id": "my-thread"}}',
+                ErrorCode.MISSING_CHECKPOINTER,
+            )
+        )
+    return str(thread_id)
+
+
+def get_checkpoint_metadata(config: RunnableConfig, metadata: CheckpointMetadata) -> CheckpointMetadata:
+    """Metadata enriched with the config's run-level metadata keys (not internals)."""
+    merged: dict[str, Any] = {
+        k: v
+        for k, v in config.get("metadata", {}).items()
+        if not k.startswith("__") and isinstance(v, (str, int, float, bool)) and k not in metadata
+    }
+    merged.update(metadata)
+    return merged  # type: ignore[return-value]
+
+
+class BaseCheckpointSaver:
+    """Storage contract for checkpoints and pending writes.
+
+    Implement the sync methods, the async twins, or both; unimplemented ones raise
+    ``NotImplementedError``. Every backend must pass ``tests/conformance``.
+
+    Beyond LangGraph's contract, savers here support retention (``copy_thread``,
+    ``prune``, per-thread TTL) and fencing: a ``put`` whose config carries
+    ``EXPECTED_HEAD`` fails with ``CheckpointConflictError`` if another writer
+    advanced the thread meanwhile.
+    """
+
+    serde: SerializerProtocol
+
+    def __init__(self, *, serde: SerializerProtocol | None = None) -> None:
+        self.serde = serde if serde is not None else JsonPlusSerializer()
+
+    @property
+    def config_specs(self) -> list[Any]:
+        return []
+
+    # -- reads -------------------------------------------------------------------
+
+    def get(self, config: RunnableConfig) -> Checkpoint | None:
+        """The checkpoint a config addresses (latest of the thread when no id)."""
+        if value := self.get_tuple(config):
+            return value.checkpoint
+        return None
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        raise NotImplementedError
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first; ``filter`` matches metadata keys exactly."""
+        raise NotImplementedError
+
+    # -- writes ------------------------------------------------------------------
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint; only channels in ``new_versions`` need new blobs."""
+        raise NotImplementedError
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's writes against the checkpoint ``config`` addresses."""
+        raise NotImplementedError
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint and write of a thread (all namespaces)."""
+        raise NotImplementedError
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread's full history (all namespaces) to a new thread id."""
+        raise NotImplementedError
+
+    def prune(
+        self, thread_ids: Sequence[str], *, strategy: PruneStrategy = "keep_latest"
+    ) -> None:
+        """Shrink threads' history.
+
+        ``keep_latest`` keeps, per namespace, the newest checkpoint plus every
+        checkpoint that is a fork point (has several children) or holds a pending
+        interrupt, so branches and open questions survive; ``delete`` removes the
+        threads entirely.
+        """
+        raise NotImplementedError
+
+    def set_thread_ttl(self, thread_id: str, ttl: timedelta | float | None) -> None:
+        """Expire a thread ``ttl`` (seconds or timedelta) from now; ``None`` clears it."""
+        raise NotImplementedError
+
+    def sweep_expired(self, now: datetime | None = None) -> list[str]:
+        """Delete threads whose TTL has passed; returns their ids."""
+        raise NotImplementedError
+
+    # -- async twins (default: run the sync method) --------------------------------
+
+    async def aget(self, config: RunnableConfig) -> Checkpoint | None:
+        if value := await self.aget_tuple(config):
+            return value.checkpoint
+        return None
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        raise NotImplementedError
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        raise NotImplementedError
+        yield  # pragma: no cover
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        raise NotImplementedError
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        raise NotImplementedError
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        raise NotImplementedError
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        raise NotImplementedError
+
+    async def aprune(
+        self, thread_ids: Sequence[str], *, strategy: PruneStrategy = "keep_latest"
+    ) -> None:
+        raise NotImplementedError
+
+    async def aset_thread_ttl(self, thread_id: str, ttl: timedelta | float | None) -> None:
+        raise NotImplementedError
+
+    async def asweep_expired(self, now: datetime | None = None) -> list[str]:
+        raise NotImplementedError
+
+    # -- versions ----------------------------------------------------------------
+
+    def get_next_version(self, current: Any, channel: Any = None) -> str:
+        """Next channel version: a zero-padded counter plus a random tie-breaker.
+
+        The random part keeps versions unique across branches of one thread, so a
+        value is stored once per (thread, namespace, channel, version) even when
+        two forks reach the same counter.
+        """
+        if current is None:
+            counter = 0
+        elif isinstance(current, int):
+            counter = current
+        else:
+            counter = int(str(current).split(".", 1)[0])
+        return f"{counter + 1:032}.{random.random():.16f}"
+
+
+def config_for(
+    thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
+) -> RunnableConfig:
+    """The config that addresses one checkpoint."""
+    conf: dict[str, Any] = {
+        CONFIG_KEY_THREAD_ID: thread_id,
+        CONFIG_KEY_CHECKPOINT_NS: checkpoint_ns,
+    }
+    if checkpoint_id is not None:
+        conf[CONFIG_KEY_CHECKPOINT_ID] = checkpoint_id
+    return {CONF: conf}
+
+
+def ttl_deadline(ttl: timedelta | float | None) -> datetime | None:
+    """Absolute expiry time for a TTL given in seconds or as a timedelta."""
+    if ttl is None:
+        return None
+    seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else float(ttl)
+    if seconds <= 0:
+        raise ValueError(f"ttl must be positive, got {ttl!r}")
+    return datetime.now(UTC) + timedelta(seconds=seconds)
+
+
+def metadata_matches(metadata: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
+    """True when every filter key is in ``metadata`` with an equal value."""
+    if not filter:
+        return True
+    return all(metadata.get(k) == v for k, v in filter.items())

@@ -1,0 +1,449 @@
+"""InMemorySaver: checkpoints in process memory, stored serialized like the SQL backends.
+
+For tests, notebooks and the embedded studio's throwaway threads. Values go
+through the serializer on the way in, so what works here works in SQLite and
+Postgres too.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from engine._internal._constants import (
+    CONF,
+    CONFIG_KEY_CHECKPOINT_ID,
+    CONFIG_KEY_CHECKPOINT_NS,
+    CONFIG_KEY_THREAD_ID,
+    INTERRUPT,
+    NO_WRITES,
+    ERROR,
+    RESUME,
+)
+from engine._internal._typing import RunnableConfig
+from engine.checkpoint._blobs import BlobRecord, decode_chain, encode_blob
+from engine.checkpoint._retention import plan_prune
+from engine.checkpoint.base import (
+    EXPECTED_HEAD,
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    PruneStrategy,
+    config_for,
+    metadata_matches,
+    require_thread_id,
+    ttl_deadline,
+)
+from engine.checkpoint.serde.base import SerializerProtocol
+from engine.errors import CheckpointConflictError, ErrorCode, error_message
+
+__all__ = ("InMemorySaver", "MemorySaver")
+
+_Row = tuple[tuple[str, bytes], tuple[str, bytes], str | None]
+_SPECIAL = frozenset({ERROR, INTERRUPT, RESUME, NO_WRITES})
+
+
+def conflict(thread_id: str, ns: str, expected: str | None, head: str | None) -> CheckpointConflictError:
+    return CheckpointConflictError(
+        error_message(
+            f"Thread {thread_id!r} (namespace {ns!r}) was advanced by another writer: "
+            f"expected its latest checkpoint to be {expected!r}, found {head!r}. "
+            "Only one run may write a thread at a time; re-read the thread and retry, or "
+            "fork deliberately from a checkpoint_id.",
+            ErrorCode.CHECKPOINT_CONFLICT,
+        )
+    )
+
+
+class InMemorySaver(BaseCheckpointSaver):
+    """Keeps checkpoints in a dict. Thread-safe; not shared between processes.
+
+    Args:
+        serde: serializer (default: tagged JSON).
+        default_ttl: seconds after its last write when a thread expires (None: never).
+    """
+
+    def __init__(
+        self, *, serde: SerializerProtocol | None = None, default_ttl: float | None = None
+    ) -> None:
+        super().__init__(serde=serde)
+        self.storage: dict[str, dict[str, dict[str, _Row]]] = {}
+        self.blobs: dict[tuple[str, str, str, str], BlobRecord] = {}
+        self.writes: dict[tuple[str, str, str], dict[tuple[str, int], tuple[str, str, tuple[str, bytes], str]]] = {}
+        self.deadlines: dict[str, datetime] = {}
+        self.default_ttl = default_ttl
+        self.lock = threading.RLock()
+
+    def __enter__(self) -> InMemorySaver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    # -- helpers -----------------------------------------------------------------
+
+    def _expired(self, thread_id: str) -> bool:
+        deadline = self.deadlines.get(thread_id)
+        return deadline is not None and deadline <= datetime.now(UTC)
+
+    def _head(self, thread_id: str, ns: str) -> str | None:
+        rows = self.storage.get(thread_id, {}).get(ns)
+        return max(rows) if rows else None
+
+    def _tuple(self, thread_id: str, ns: str, checkpoint_id: str) -> CheckpointTuple:
+        cp_typed, meta_typed, parent_id = self.storage[thread_id][ns][checkpoint_id]
+        checkpoint: Checkpoint = self.serde.loads_typed(cp_typed)
+        values: dict[str, Any] = {}
+        for channel, version in checkpoint["channel_versions"].items():
+            key = (thread_id, ns, channel, str(version))
+            record = self.blobs.get(key)
+            if record is None or record.kind == "empty":
+                continue
+            values[channel] = decode_chain(
+                self.serde,
+                str(version),
+                lambda v, c=channel: self.blobs.get((thread_id, ns, c, v)),
+            )
+        checkpoint["channel_values"] = values
+        metadata: CheckpointMetadata = self.serde.loads_typed(meta_typed)
+        writes = self.writes.get((thread_id, ns, checkpoint_id), {})
+        pending: list[PendingWrite] = [
+            (task_id, channel, self.serde.loads_typed(value))
+            for (task_id, channel, value, _path) in (
+                writes[k] for k in sorted(writes, key=lambda k: (writes[k][3], k[0], k[1]))
+            )
+        ]
+        return CheckpointTuple(
+            config=config_for(thread_id, ns, checkpoint_id),
+            checkpoint=checkpoint,
+            metadata=metadata,
+            parent_config=config_for(thread_id, ns, parent_id) if parent_id else None,
+            pending_writes=pending,
+        )
+
+    # -- reads -------------------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        conf = config.get(CONF, {})
+        thread_id = str(require_thread_id(config))
+        ns = conf.get(CONFIG_KEY_CHECKPOINT_NS, "") or ""
+        checkpoint_id = conf.get(CONFIG_KEY_CHECKPOINT_ID)
+        with self.lock:
+            if self._expired(thread_id):
+                return None
+            rows = self.storage.get(thread_id, {}).get(ns)
+            if not rows:
+                return None
+            if checkpoint_id is None:
+                checkpoint_id = max(rows)
+            elif checkpoint_id not in rows:
+                return None
+            return self._tuple(thread_id, ns, checkpoint_id)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        conf = (config or {}).get(CONF, {})
+        thread_filter = conf.get(CONFIG_KEY_THREAD_ID)
+        ns_filter = conf.get(CONFIG_KEY_CHECKPOINT_NS)
+        id_filter = conf.get(CONFIG_KEY_CHECKPOINT_ID)
+        before_id = (before or {}).get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID)
+        with self.lock:
+            candidates: list[tuple[str, str, str]] = []
+            for thread_id, namespaces in self.storage.items():
+                if thread_filter is not None and thread_id != str(thread_filter):
+                    continue
+                if self._expired(thread_id):
+                    continue
+                for ns, rows in namespaces.items():
+                    if ns_filter is not None and ns != ns_filter:
+                        continue
+                    for checkpoint_id in rows:
+                        if id_filter is not None and checkpoint_id != id_filter:
+                            continue
+                        if before_id is not None and checkpoint_id >= before_id:
+                            continue
+                        candidates.append((checkpoint_id, thread_id, ns))
+            candidates.sort(reverse=True)
+            count = 0
+            result: list[CheckpointTuple] = []
+            for checkpoint_id, thread_id, ns in candidates:
+                if limit is not None and count >= limit:
+                    break
+                if filter:
+                    meta = self.serde.loads_typed(self.storage[thread_id][ns][checkpoint_id][1])
+                    if not metadata_matches(meta, filter):
+                        continue
+                result.append(self._tuple(thread_id, ns, checkpoint_id))
+                count += 1
+        yield from result
+
+    # -- writes ------------------------------------------------------------------
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        with self.lock:
+            return self._put(config, checkpoint, metadata, new_versions)
+
+    def _put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        conf = config.get(CONF, {})
+        thread_id = str(require_thread_id(config))
+        ns = conf.get(CONFIG_KEY_CHECKPOINT_NS, "") or ""
+        if EXPECTED_HEAD in conf:
+            head = self._head(thread_id, ns)
+            if head != conf[EXPECTED_HEAD]:
+                raise conflict(thread_id, ns, conf[EXPECTED_HEAD], head)
+        stored = {k: v for k, v in checkpoint.items() if k not in ("channel_values", "channel_deltas")}
+        values = checkpoint.get("channel_values", {})
+        deltas = checkpoint.get("channel_deltas", {})
+        blobs: dict[tuple[str, str, str, str], BlobRecord] = {}
+        for channel, version in new_versions.items():
+            key = (thread_id, ns, channel, str(version))
+            if key in self.blobs:
+                continue
+            if channel in values:
+                delta = deltas.get(channel)
+                base = (
+                    self.blobs.get((thread_id, ns, channel, str(delta[0])))
+                    if delta is not None
+                    else None
+                )
+                blobs[key] = encode_blob(self.serde, values[channel], delta, base)
+            else:
+                blobs[key] = BlobRecord("empty", "empty", b"")
+        row: _Row = (
+            self.serde.dumps_typed(stored),
+            self.serde.dumps_typed(dict(metadata)),
+            conf.get(CONFIG_KEY_CHECKPOINT_ID),
+        )
+        self.blobs.update(blobs)
+        self.storage.setdefault(thread_id, {}).setdefault(ns, {})[checkpoint["id"]] = row
+        if self.default_ttl is not None:
+            self.deadlines[thread_id] = ttl_deadline(self.default_ttl)  # type: ignore[assignment]
+        return config_for(thread_id, ns, checkpoint["id"])
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        with self.lock:
+            self._put_writes(config, writes, task_id, task_path)
+
+    def _put_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+    ) -> None:
+        conf = config.get(CONF, {})
+        thread_id = str(require_thread_id(config))
+        ns = conf.get(CONFIG_KEY_CHECKPOINT_NS, "") or ""
+        checkpoint_id = conf.get(CONFIG_KEY_CHECKPOINT_ID)
+        if checkpoint_id is None:
+            raise ValueError("put_writes() needs a config that addresses a checkpoint_id")
+        bucket = self.writes.setdefault((thread_id, ns, checkpoint_id), {})
+        encoded = [
+            (WRITES_IDX_MAP.get(channel, idx), channel, self.serde.dumps_typed(value))
+            for idx, (channel, value) in enumerate(writes)
+        ]
+        for idx, channel, typed in encoded:
+            key = (task_id, idx)
+            if idx >= 0 and key in bucket:
+                continue
+            bucket[key] = (task_id, channel, typed, task_path)
+
+    def put_step(
+        self,
+        config: RunnableConfig,
+        task_writes: Sequence[tuple[str, str, Sequence[tuple[str, Any]]]],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """A step's last task writes and the checkpoint after it, atomically."""
+        with self.lock:
+            if task_writes and config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID) is not None:
+                for task_id, path, writes in task_writes:
+                    self._put_writes(config, writes, task_id, path)
+            return self._put(config, checkpoint, metadata, new_versions)
+
+    # -- retention ---------------------------------------------------------------
+
+    def delete_thread(self, thread_id: str) -> None:
+        thread_id = str(thread_id)
+        with self.lock:
+            self.storage.pop(thread_id, None)
+            self.deadlines.pop(thread_id, None)
+            for key in [k for k in self.writes if k[0] == thread_id]:
+                del self.writes[key]
+            for key in [k for k in self.blobs if k[0] == thread_id]:
+                del self.blobs[key]
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        source, target = str(source_thread_id), str(target_thread_id)
+        with self.lock:
+            if target in self.storage:
+                raise ValueError(f"Cannot copy into thread {target!r}: it already exists")
+            if source not in self.storage:
+                raise ValueError(f"Cannot copy thread {source!r}: it does not exist")
+            self.storage[target] = {
+                ns: dict(rows) for ns, rows in self.storage[source].items()
+            }
+            for (thread, ns, channel, version), record in list(self.blobs.items()):
+                if thread == source:
+                    self.blobs[(target, ns, channel, version)] = record
+            for (thread, ns, cid), bucket in list(self.writes.items()):
+                if thread == source:
+                    self.writes[(target, ns, cid)] = dict(bucket)
+
+    def prune(
+        self, thread_ids: Sequence[str], *, strategy: PruneStrategy = "keep_latest"
+    ) -> None:
+        if strategy not in ("keep_latest", "delete"):
+            raise ValueError(f"Unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'")
+        with self.lock:
+            for thread_id in map(str, thread_ids):
+                if strategy == "delete":
+                    self.delete_thread(thread_id)
+                    continue
+                for ns, rows in self.storage.get(thread_id, {}).items():
+                    parents = {cid: row[2] for cid, row in rows.items()}
+                    keep, reparent = plan_prune(parents, self._open_interrupts(thread_id, ns))
+                    for cid in list(rows):
+                        if cid not in keep:
+                            del rows[cid]
+                            self.writes.pop((thread_id, ns, cid), None)
+                    for cid, parent in reparent.items():
+                        cp, meta, _ = rows[cid]
+                        rows[cid] = (cp, meta, parent)
+                self._gc_blobs(thread_id)
+
+    def _open_interrupts(self, thread_id: str, ns: str) -> set[str]:
+        open_ids: set[str] = set()
+        for (thread, wns, cid), bucket in self.writes.items():
+            if thread != thread_id or wns != ns:
+                continue
+            interrupted = {t for t, c, _, _ in bucket.values() if c == INTERRUPT}
+            finished = {t for t, c, _, _ in bucket.values() if c not in _SPECIAL or c == NO_WRITES}
+            if interrupted - finished:
+                open_ids.add(cid)
+        return open_ids
+
+    def _gc_blobs(self, thread_id: str) -> None:
+        used: set[tuple[str, str, str, str]] = set()
+        for ns, rows in self.storage.get(thread_id, {}).items():
+            for cp_typed, _, _ in rows.values():
+                checkpoint = self.serde.loads_typed(cp_typed)
+                for channel, version in checkpoint["channel_versions"].items():
+                    key = (thread_id, ns, channel, str(version))
+                    while key in self.blobs and key not in used:
+                        used.add(key)
+                        record = self.blobs[key]
+                        if record.kind != "delta" or record.base_version is None:
+                            break
+                        key = (thread_id, ns, channel, record.base_version)
+        for key in [k for k in self.blobs if k[0] == thread_id and k not in used]:
+            del self.blobs[key]
+
+    def set_thread_ttl(self, thread_id: str, ttl: timedelta | float | None) -> None:
+        with self.lock:
+            deadline = ttl_deadline(ttl)
+            if deadline is None:
+                self.deadlines.pop(str(thread_id), None)
+            else:
+                self.deadlines[str(thread_id)] = deadline
+
+    def sweep_expired(self, now: datetime | None = None) -> list[str]:
+        moment = now or datetime.now(UTC)
+        with self.lock:
+            expired = [t for t, d in self.deadlines.items() if d <= moment]
+            for thread_id in expired:
+                self.delete_thread(thread_id)
+        return sorted(expired)
+
+    # -- async twins ---------------------------------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self.get_tuple(config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        for item in self.list(config, filter=filter, before=before, limit=limit):
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return self.put(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        self.put_writes(config, writes, task_id, task_path)
+
+    async def aput_step(
+        self,
+        config: RunnableConfig,
+        task_writes: Sequence[tuple[str, str, Sequence[tuple[str, Any]]]],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return self.put_step(config, task_writes, checkpoint, metadata, new_versions)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        self.delete_thread(thread_id)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self.copy_thread(source_thread_id, target_thread_id)
+
+    async def aprune(
+        self, thread_ids: Sequence[str], *, strategy: PruneStrategy = "keep_latest"
+    ) -> None:
+        self.prune(thread_ids, strategy=strategy)
+
+    async def aset_thread_ttl(self, thread_id: str, ttl: timedelta | float | None) -> None:
+        self.set_thread_ttl(thread_id, ttl)
+
+    async def asweep_expired(self, now: datetime | None = None) -> list[str]:
+        return self.sweep_expired(now)
+
+
+MemorySaver = InMemorySaver
+"""LangGraph's older name for :class:`InMemorySaver`."""

@@ -1,0 +1,3 @@
+"""Serializers: turn values into ``(type_tag, payload)`` pairs and back."""
+
+from __future__ import annotations

@@ -1,0 +1,389 @@
+"""JSON-first serializer with type tags: readable by SQL and the studio, never pickle.
+
+Plain JSON values are stored as JSON. Other values become small tagged objects
+``{"__t": tag, ...}`` (tuples, sets, bytes, datetimes, UUIDs, decimals, enums,
+pydantic models, dataclasses, named tuples, engine types such as ``Send``), so
+they load back as the same types. Loading a class requires it to be allowed:
+registered with :func:`register_type`, serialized earlier by this process, part
+of a compiled graph's state schema, or from an allowed module prefix
+(``langchain_core.messages``). Anything else is refused with an error that names
+the type, and ``pickle`` payloads are always refused: nothing from storage can
+execute code. ``lenient=True`` (used by the studio to display data) returns an
+:class:`UnknownObject` instead of refusing.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime as dt
+import decimal
+import enum
+import importlib
+import math
+import threading
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from engine.errors import ErrorCode, SerializationError, error_message
+
+__all__ = (
+    "JsonPlusSerializer",
+    "UnknownObject",
+    "allowed_type_names",
+    "register_module_prefix",
+    "register_type",
+)
+
+TAG = "__t"
+
+_ALLOWED: dict[str, type[Any]] = {}
+_ALLOWED_PREFIXES: set[str] = {"langchain_core.messages", "engine.types"}
+_lock = threading.Lock()
+
+
+def _type_name(cls: type[Any]) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def register_type(*classes: type[Any]) -> None:
+    """Allow these classes to be loaded from storage (idempotent)."""
+    with _lock:
+        for cls in classes:
+            _ALLOWED[_type_name(cls)] = cls
+
+
+def register_module_prefix(prefix: str) -> None:
+    """Allow every class from modules starting with ``prefix`` (e.g. ``"myapp.state"``)."""
+    with _lock:
+        _ALLOWED_PREFIXES.add(prefix)
+
+
+def allowed_type_names() -> list[str]:
+    """Names of the explicitly allowed classes (for diagnostics)."""
+    return sorted(_ALLOWED)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class UnknownObject:
+    """A stored object whose class is not allowed here; shown as data, never built."""
+
+    type_name: str
+    data: Any
+
+
+class _Encoder:
+    """One encoding pass; collects classes to allow on the way."""
+
+    __slots__ = ("seen_types",)
+
+    def __init__(self) -> None:
+        self.seen_types: list[type[Any]] = []
+
+    def encode(self, obj: Any, path: str) -> Any:
+        cls = type(obj)
+        if cls is str or cls is bool or obj is None:
+            return obj
+        if cls is int:
+            if -(2**63) <= obj < 2**64:
+                return obj
+            return {TAG: "int", "v": str(obj)}
+        if cls is float:
+            if math.isfinite(obj):
+                return obj
+            return {TAG: "float", "v": repr(obj)}
+        if cls is list:
+            enc = self.encode
+            return [enc(item, path) for item in obj]
+        if cls is dict:
+            return self._encode_dict(obj, path)
+        if cls is tuple:
+            enc = self.encode
+            return {TAG: "tuple", "v": [enc(item, path) for item in obj]}
+        return self._encode_other(obj, cls, path)
+
+    def _encode_dict(self, obj: dict[Any, Any], path: str) -> Any:
+        enc = self.encode
+        plain = True
+        for key in obj:
+            if type(key) is not str or key == TAG:
+                plain = False
+                break
+        if plain:
+            return {key: enc(value, path) for key, value in obj.items()}
+        return {TAG: "dict", "v": [[enc(k, path), enc(v, path)] for k, v in obj.items()]}
+
+    def _encode_other(self, obj: Any, cls: type[Any], path: str) -> Any:
+        enc = self.encode
+        if isinstance(obj, enum.Enum):
+            self.seen_types.append(cls)
+            return {TAG: "enum", "c": _type_name(cls), "v": enc(obj.value, path)}
+        if isinstance(obj, (bytes, bytearray)):
+            tag = "bytes" if cls is bytes else "bytearray"
+            return {TAG: tag, "v": base64.b64encode(obj).decode()}
+        if isinstance(obj, dt.datetime):
+            return {TAG: "datetime", "v": obj.isoformat()}
+        if isinstance(obj, dt.date):
+            return {TAG: "date", "v": obj.isoformat()}
+        if isinstance(obj, dt.time):
+            return {TAG: "time", "v": obj.isoformat()}
+        if isinstance(obj, dt.timedelta):
+            return {TAG: "timedelta", "v": [obj.days, obj.seconds, obj.microseconds]}
+        if isinstance(obj, uuid.UUID):
+            return {TAG: "uuid", "v": str(obj)}
+        if isinstance(obj, decimal.Decimal):
+            return {TAG: "decimal", "v": str(obj)}
+        if isinstance(obj, (set, frozenset)):
+            tag = "set" if isinstance(obj, set) else "frozenset"
+            items = [enc(item, path) for item in obj]
+            try:
+                items.sort(key=orjson.dumps)
+            except TypeError:
+                pass
+            return {TAG: tag, "v": items}
+        model_fields = getattr(cls, "model_fields", None)
+        if model_fields is not None and hasattr(obj, "__pydantic_fields_set__"):
+            self.seen_types.append(cls)
+            values = {name: enc(getattr(obj, name), f"{path}.{name}") for name in model_fields}
+            extra = getattr(obj, "__pydantic_extra__", None)
+            if extra:
+                values.update({k: enc(v, f"{path}.{k}") for k, v in extra.items()})
+            out: dict[str, Any] = {TAG: "pydantic", "c": _type_name(cls), "v": values}
+            fields_set = obj.__pydantic_fields_set__
+            if len(fields_set) != len(values):
+                out["s"] = sorted(fields_set)
+            return out
+        if dataclasses.is_dataclass(obj):
+            self.seen_types.append(cls)
+            fields = {
+                f.name: enc(getattr(obj, f.name), f"{path}.{f.name}")
+                for f in dataclasses.fields(obj)
+                if hasattr(obj, f.name)
+            }
+            return {TAG: "dataclass", "c": _type_name(cls), "v": fields}
+        if isinstance(obj, tuple) and hasattr(cls, "_fields"):
+            self.seen_types.append(cls)
+            return {TAG: "namedtuple", "c": _type_name(cls), "v": [enc(v, path) for v in obj]}
+        if isinstance(obj, str):
+            return str(obj)
+        if isinstance(obj, int) and not isinstance(obj, bool):
+            return int(obj)
+        if isinstance(obj, float):
+            return self.encode(float(obj), path)
+        if isinstance(obj, dict):
+            return self._encode_dict(dict(obj), path)
+        if isinstance(obj, list):
+            return [enc(item, path) for item in obj]
+        slots_send = _send_fields(obj)
+        if slots_send is not None:
+            node, arg = slots_send
+            return {TAG: "send", "node": node, "arg": enc(arg, f"{path}.arg")}
+        if isinstance(obj, UnknownObject):
+            return {TAG: "unknown", "c": obj.type_name, "v": obj.data}
+        raise SerializationError(
+            error_message(
+                f"Cannot store a value of type {_type_name(cls)} at {path or 'the top level'}: "
+                "only JSON values, tuples, sets, bytes, dates, UUIDs, decimals, enums, "
+                "pydantic models, dataclasses and named tuples can be saved.",
+                ErrorCode.UNSAFE_SERIALIZATION,
+            )
+        )
+
+
+def _send_fields(obj: Any) -> tuple[str, Any] | None:
+    cls = type(obj)
+    if cls.__name__ == "Send" and cls.__module__ == "engine.types":
+        return obj.node, obj.arg
+    return None
+
+
+class _Decoder:
+    __slots__ = ("lenient",)
+
+    def __init__(self, lenient: bool) -> None:
+        self.lenient = lenient
+
+    def decode(self, obj: Any) -> Any:
+        cls = type(obj)
+        if cls is list:
+            dec = self.decode
+            return [dec(item) for item in obj]
+        if cls is dict:
+            tag = obj.get(TAG)
+            if tag is None:
+                dec = self.decode
+                return {key: dec(value) for key, value in obj.items()}
+            return self._decode_tagged(tag, obj)
+        return obj
+
+    def _resolve(self, name: str) -> type[Any] | None:
+        cls = _ALLOWED.get(name)
+        if cls is not None:
+            return cls
+        module_name, _, qualname = name.partition(":")
+        if any(module_name == p or module_name.startswith(p + ".") for p in _ALLOWED_PREFIXES):
+            try:
+                target: Any = importlib.import_module(module_name)
+                for part in qualname.split("."):
+                    target = getattr(target, part)
+            except (ImportError, AttributeError) as exc:
+                if self.lenient:
+                    return None
+                raise SerializationError(
+                    f"Stored data names type {name!r}, which cannot be imported: {exc}"
+                ) from exc
+            if isinstance(target, type):
+                return target
+        if self.lenient:
+            return None
+        raise SerializationError(
+            error_message(
+                f"Refusing to load type {name!r} from storage: it is not an allowed type. "
+                "Register it with engine.checkpoint.serde.jsonplus.register_type() "
+                "(compiled graphs register their state schema's types automatically).",
+                ErrorCode.UNSAFE_SERIALIZATION,
+            )
+        )
+
+    def _decode_tagged(self, tag: str, obj: dict[str, Any]) -> Any:
+        dec = self.decode
+        value = obj.get("v")
+        if tag == "tuple":
+            return tuple(dec(item) for item in value)
+        if tag == "dict":
+            return {dec(k): dec(v) for k, v in value}
+        if tag == "set":
+            return {dec(item) for item in value}
+        if tag == "frozenset":
+            return frozenset(dec(item) for item in value)
+        if tag == "bytes":
+            return base64.b64decode(value)
+        if tag == "bytearray":
+            return bytearray(base64.b64decode(value))
+        if tag == "datetime":
+            return dt.datetime.fromisoformat(value)
+        if tag == "date":
+            return dt.date.fromisoformat(value)
+        if tag == "time":
+            return dt.time.fromisoformat(value)
+        if tag == "timedelta":
+            return dt.timedelta(days=value[0], seconds=value[1], microseconds=value[2])
+        if tag == "uuid":
+            return uuid.UUID(value)
+        if tag == "decimal":
+            return decimal.Decimal(value)
+        if tag == "int":
+            return int(value)
+        if tag == "float":
+            return float(value)
+        if tag == "send":
+            from engine.types import Send  # noqa: PLC0415 - avoid import cycle at load
+
+            return Send(obj["node"], dec(obj["arg"]))
+        if tag in ("enum", "pydantic", "dataclass", "namedtuple"):
+            return self._decode_class(tag, obj)
+        if tag == "unknown":
+            return UnknownObject(obj["c"], value)
+        raise SerializationError(
+            error_message(
+                f"Refusing to load stored value tagged {tag!r}: unknown or unsafe encoding "
+                "(pickle and other executable formats are never loaded).",
+                ErrorCode.UNSAFE_SERIALIZATION,
+            )
+        )
+
+    def _decode_class(self, tag: str, obj: dict[str, Any]) -> Any:
+        name = obj["c"]
+        cls = self._resolve(name)
+        value = obj.get("v")
+        if cls is None:
+            return UnknownObject(name, self.decode(value))
+        if tag == "enum":
+            return cls(self.decode(value))
+        if tag == "namedtuple":
+            return cls(*(self.decode(v) for v in value))
+        fields = {k: self.decode(v) for k, v in value.items()}
+        if tag == "pydantic":
+            fields_set = obj.get("s")
+            instance = cls.model_construct(
+                _fields_set=set(fields_set) if fields_set is not None else None, **fields
+            )
+            return instance
+        instance = object.__new__(cls)
+        for key, item in fields.items():
+            object.__setattr__(instance, key, item)
+        return instance
+
+
+class JsonPlusSerializer:
+    """The default serializer: tagged JSON via orjson.
+
+    Args:
+        lenient: when True, values of classes that are not allowed load as
+            :class:`UnknownObject` (for display) instead of raising.
+    """
+
+    def __init__(self, *, lenient: bool = False) -> None:
+        self.lenient = lenient
+        self._decoder = _Decoder(lenient)
+
+    def encode(self, obj: Any) -> Any:
+        """The JSON-ready form of ``obj`` (tags included)."""
+        encoder = _Encoder()
+        result = encoder.encode(obj, "")
+        _remember(encoder.seen_types)
+        return result
+
+    def decode(self, data: Any) -> Any:
+        """Inverse of :meth:`encode` for already-parsed JSON."""
+        return self._decoder.decode(data)
+
+    def dumps(self, obj: Any) -> bytes:
+        return orjson.dumps(self.encode(obj))
+
+    def loads(self, data: bytes | str) -> Any:
+        parsed = orjson.loads(data)
+        if (b'"__t"' if isinstance(data, bytes) else '"__t"') not in data:
+            return parsed
+        return self._decoder.decode(parsed)
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        if obj is None:
+            return "null", b""
+        if type(obj) is bytes:
+            return "bytes", obj
+        return "json", self.dumps(obj)
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        tag, payload = data
+        if tag == "null":
+            return None
+        if tag == "bytes":
+            return bytes(payload)
+        if tag == "json":
+            return self.loads(payload)
+        if tag == "empty":
+            return None
+        raise SerializationError(
+            error_message(
+                f"Refusing to load stored value of type {tag!r}: only JSON payloads are "
+                "accepted (pickle and other executable formats are never loaded).",
+                ErrorCode.UNSAFE_SERIALIZATION,
+            )
+        )
+
+    def check(self, obj: Any) -> None:
+        """Raise SerializationError when ``obj`` could not be stored."""
+        self.encode(obj)
+
+
+def _remember(classes: Iterable[type[Any]]) -> None:
+    """Allow loading classes this process has stored (it already trusts them)."""
+    for cls in classes:
+        name = _type_name(cls)
+        if _ALLOWED.get(name) is not cls:
+            with _lock:
+                _ALLOWED[name] = cls

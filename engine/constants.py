@@ -1,0 +1,14 @@
+"""Public graph constants (``START``, ``END``, ``TAG_HIDDEN``...), as in ``langgraph.constants``."""
+
+from __future__ import annotations
+
+import sys
+
+from engine._internal._constants import END, START
+
+__all__ = ("END", "START", "TAG_HIDDEN", "TAG_NOSTREAM")
+
+TAG_HIDDEN = sys.intern("langsmith:hidden")
+"""Tag that hides a node from tracing and some streams."""
+TAG_NOSTREAM = sys.intern("nostream")
+"""Tag that keeps a model's tokens out of ``stream_mode="messages"``."""

@@ -1,0 +1,929 @@
+"""PregelLoop: one run of a graph, step by step. The only engine code that calls a saver.
+
+The driver (``main.py``) loads the checkpoint, calls :meth:`PregelLoop.start`,
+then alternates :meth:`tick` (plan the next step), running the tasks (the
+runner calls :meth:`task_done` for each), and :meth:`after_tick` (apply writes,
+save a checkpoint), and finally :meth:`finish`. Stream chunks are pushed to a
+sink as ``(namespace, mode, payload)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from engine._internal._constants import (
+    CONF,
+    CONFIG_KEY_CHECKPOINT_ID,
+    CONFIG_KEY_CHECKPOINT_MAP,
+    CONFIG_KEY_CHECKPOINT_NS,
+    CONFIG_KEY_RESUMING,
+    CONFIG_KEY_THREAD_ID,
+    ERROR,
+    INPUT,
+    INTERRUPT,
+    NO_WRITES,
+    NS_END,
+    NS_SEP,
+    NULL_TASK_ID,
+    RESUME,
+    RETURN,
+    TASKS,
+)
+from engine._internal._ids import new_checkpoint_id
+from engine._internal._scope import TaskScope
+from engine._internal._typing import MISSING, RunnableConfig
+from engine.channels.base import BaseChannel
+from engine.checkpoint.base import (
+    EXPECTED_HEAD,
+    BaseCheckpointSaver,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    empty_checkpoint,
+)
+from engine.constants import TAG_HIDDEN
+from engine.errors import (
+    EmptyInputError,
+    ErrorCode,
+    GraphInterrupt,
+    InvalidResumeError,
+    UnknownInterruptError,
+    error_message,
+)
+from engine.pregel._algo import (
+    PregelExecutableTask,
+    PregelTaskWrites,
+    apply_writes,
+    increment,
+    prepare_next_tasks,
+    should_interrupt,
+    task_path_str,
+)
+from engine.pregel._persist import AsyncPersistence, SyncPersistence, TaskWrites
+from engine.runtime import Runtime
+from engine.types import Command, Interrupt, Send
+
+if TYPE_CHECKING:
+    from engine.pregel.main import Pregel
+
+__all__ = ("PregelLoop", "StreamChunk")
+
+StreamChunk = tuple[tuple[str, ...], str, Any]
+Status = Literal[
+    "input", "pending", "done", "interrupted", "interrupt_before", "interrupt_after", "out_of_steps"
+]
+SPECIAL_WRITES = frozenset({ERROR, INTERRUPT, RESUME, NO_WRITES})
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def error_payload(exc: BaseException) -> dict[str, str]:
+    """How a task failure is stored: JSON, readable by the studio."""
+    return {"error": type(exc).__name__, "message": str(exc)}
+
+
+class PregelLoop:
+    """State of one run: channels, the current checkpoint, the current step's tasks."""
+
+    def __init__(
+        self,
+        graph: Pregel,
+        *,
+        input: Any,
+        config: RunnableConfig,
+        checkpointer: BaseCheckpointSaver | None,
+        persistence: SyncPersistence | AsyncPersistence | None,
+        durability: str,
+        modes: frozenset[str],
+        sink: Callable[[StreamChunk], None],
+        ns: tuple[str, ...],
+        interrupt_before: Sequence[str] | str,
+        interrupt_after: Sequence[str] | str,
+        runtime: Runtime[Any],
+        is_nested: bool,
+        output_keys: str | Sequence[str],
+        stream_keys: str | Sequence[str],
+    ) -> None:
+        self.graph = graph
+        self.input = input
+        self.config = config
+        self.configurable: dict[str, Any] = config.get(CONF, {})
+        self.checkpointer = checkpointer
+        self.persistence = persistence
+        self.durability = durability
+        self.modes = modes
+        self.sink = sink
+        self.ns = ns
+        self.checkpoint_ns: str = self.configurable.get(CONFIG_KEY_CHECKPOINT_NS, "") or ""
+        self.thread_id: str | None = self.configurable.get(CONFIG_KEY_THREAD_ID)
+        self.interrupt_before = interrupt_before
+        self.interrupt_after = interrupt_after
+        self.runtime = runtime
+        self.is_nested = is_nested
+        self.output_keys = output_keys
+        self.stream_keys = stream_keys
+        self.recursion_limit: int = config.get("recursion_limit", 25)
+
+        self.status: Status = "input"
+        self.tasks: dict[str, PregelExecutableTask] = {}
+        self.interrupts: list[Interrupt] = []
+        self.step = 0
+        self.stop = 0
+        self.channels: dict[str, BaseChannel[Any, Any, Any]] = {}
+        self.checkpoint: Checkpoint = empty_checkpoint()
+        self.checkpoint_metadata: CheckpointMetadata = {}
+        self.checkpoint_config: RunnableConfig = config
+        self.checkpoint_pending_writes: list[PendingWrite] = []
+        self.prev_checkpoint_config: RunnableConfig | None = None
+        self.updated_channels: set[str] | None = None
+        self.live_ephemeral: set[str] = set()
+        self._bumped: set[str] | None = set() if checkpointer is not None else None
+        self._saved_values: dict[str, Any] = {}
+        self._saved_versions: dict[str, Any] = {}
+        self._null_resume: Any = MISSING
+        self._resume_by_task: dict[str, list[Any]] = {}
+        self._deferred: TaskWrites | None = None
+        self._fence = True
+        self._emitted_checkpoint = False
+        self._max_version: Any = None
+        self._next_version_fn = (
+            checkpointer.get_next_version if checkpointer is not None else increment
+        )
+        self._exit_writes: list[TaskWrites] = []
+        self._last_saved_id: str | None = None
+        self._unsaved = False
+
+    # -- start -------------------------------------------------------------------
+
+    def start(self, saved: CheckpointTuple | None, head_id: str | None = None) -> None:
+        """Load the saved checkpoint (or an empty one) and take in the input."""
+        graph = self.graph
+        if saved is None:
+            checkpoint = empty_checkpoint()
+            metadata: CheckpointMetadata = {"step": -2}  # type: ignore[typeddict-item]
+            pending: list[PendingWrite] = []
+            self.checkpoint_config = {
+                **self.config,
+                CONF: {
+                    **self.configurable,
+                    CONFIG_KEY_CHECKPOINT_NS: self.checkpoint_ns,
+                },
+            }
+            self.checkpoint_config[CONF].pop(CONFIG_KEY_CHECKPOINT_ID, None)
+            self._head: str | None = None
+        else:
+            checkpoint = saved.checkpoint
+            metadata = saved.metadata
+            pending = list(saved.pending_writes or ())
+            self.checkpoint_config = {
+                **self.config,
+                CONF: {**self.configurable, **saved.config.get(CONF, {})},
+            }
+            self.prev_checkpoint_config = saved.parent_config
+            self._head = checkpoint["id"]
+            self._last_saved_id = checkpoint["id"]
+        graph.migrate_checkpoint(checkpoint)
+        self.checkpoint = checkpoint
+        self.checkpoint_metadata = metadata
+        self.checkpoint_pending_writes = pending
+        specs = graph.channels
+        values = checkpoint["channel_values"]
+        self.channels = {
+            name: spec.from_checkpoint(values.get(name, MISSING)) for name, spec in specs.items()
+        }
+        for name in graph.ephemeral_channels:
+            if self.channels[name].is_available():
+                self.live_ephemeral.add(name)
+        self._saved_values = dict(values)
+        self._saved_versions = checkpoint["channel_versions"]
+        versions = checkpoint["channel_versions"]
+        self._max_version = max(versions.values()) if versions else None
+        self.step = metadata.get("step", -2) + 1
+        self.stop = self.step + self.recursion_limit + 1
+        updated = checkpoint.get("updated_channels")
+        self.updated_channels = set(updated) if updated is not None else None
+        time_travel = (
+            saved is not None
+            and head_id is not None
+            and head_id != checkpoint["id"]
+            and not self.configurable.get(CONFIG_KEY_RESUMING)
+        )
+        self._first(time_travel)
+
+    def _next_version(self) -> Any:
+        version = self._next_version_fn(self._max_version)
+        self._max_version = version
+        return version
+
+    def _apply(self, tasks: Sequence[PregelTaskWrites | PregelExecutableTask]) -> set[str]:
+        return apply_writes(
+            self.checkpoint,
+            self.channels,
+            tasks,
+            self._next_version,
+            self.graph.trigger_to_nodes,
+            live_ephemeral=self.live_ephemeral,
+            finishers=self.graph.finisher_channels,
+            bumped=self._bumped,
+        )
+
+    def _first(self, time_travel: bool) -> None:
+        graph = self.graph
+        input = self.input
+        is_command = isinstance(input, Command)
+        has_state = bool(self.checkpoint["channel_versions"])
+        resuming = has_state and bool(
+            self.configurable.get(CONFIG_KEY_RESUMING, input is None or is_command)
+        )
+        if time_travel and resuming:
+            self._fork()
+        if self.checkpointer is not None:
+            self._collect_resumes()
+        if is_command:
+            assert isinstance(input, Command)
+            if input.resume is not None:
+                self._accept_resume(input.resume)
+            null_writes = graph.map_command(input)
+            if null_writes:
+                self._save_writes(NULL_TASK_ID, "", null_writes)
+                self.checkpoint_pending_writes.extend(
+                    (NULL_TASK_ID, chan, value) for chan, value in null_writes
+                )
+            elif input.resume is None:
+                raise EmptyInputError("Received an empty Command: give update, goto or resume")
+        if null := [(c, v) for t, c, v in self.checkpoint_pending_writes if t == NULL_TASK_ID and c not in SPECIAL_WRITES]:
+            updated = self._apply([PregelTaskWrites((), INPUT, null, ())])
+            if self.updated_channels is not None:
+                self.updated_channels |= updated
+            else:
+                self.updated_channels = None
+        for task_id, chan, value in self.checkpoint_pending_writes:
+            if task_id == NULL_TASK_ID and chan == RESUME and self._null_resume is MISSING:
+                self._null_resume = value
+        if resuming:
+            seen = dict(self.checkpoint["versions_seen"].get(INTERRUPT, {}))
+            seen.update(self.checkpoint["channel_versions"])
+            self.checkpoint["versions_seen"][INTERRUPT] = seen
+            if "values" in self.modes:
+                self._emit("values", self.output_values())
+            self.status = "pending"
+            return
+        if is_command and not has_state:
+            self._put_checkpoint("input", graph.input_metadata(input))
+            self.status = "pending"
+            return
+        input_writes = graph.map_input(input) if input is not None else []
+        if not input_writes:
+            raise EmptyInputError(
+                f"Received no input for {graph.input_channels!r}"
+                if input is None
+                else f"Received empty input {input!r}"
+            )
+        discarded = prepare_next_tasks(
+            self.checkpoint,
+            graph.nodes,
+            self.channels,
+            self.step,
+            checkpoint_ns=self.checkpoint_ns,
+            updated_channels=self.updated_channels,
+            trigger_to_nodes=graph.trigger_to_nodes,
+            for_execution=False,
+        )
+        self.checkpoint_pending_writes = []
+        self.updated_channels = self._apply(
+            [*discarded.values(), PregelTaskWrites((), INPUT, input_writes, ())]
+        )
+        self._put_checkpoint("input", graph.input_metadata(input))
+        self.status = "pending"
+
+    def _fork(self) -> None:
+        """Replay from a past checkpoint: branch off with a copy, drop its old writes."""
+        self.checkpoint_pending_writes = [
+            w for w in self.checkpoint_pending_writes if w[0] == NULL_TASK_ID and w[1] != RESUME
+        ]
+        self._fence = False
+        self.step -= 1
+        self._put_checkpoint("fork", None, advance=False)
+        self.step += 1
+
+    def _collect_resumes(self) -> None:
+        for task_id, chan, value in self.checkpoint_pending_writes:
+            if chan == RESUME and task_id != NULL_TASK_ID:
+                self._resume_by_task[task_id] = list(value)
+
+    def pending_interrupts(self) -> dict[str, tuple[str, Interrupt]]:
+        """Open interrupts of the loaded checkpoint: id -> (task_id, interrupt)."""
+        done = {
+            task_id
+            for task_id, chan, _ in self.checkpoint_pending_writes
+            if chan not in SPECIAL_WRITES or chan == NO_WRITES
+        }
+        result: dict[str, tuple[str, Interrupt]] = {}
+        for task_id, chan, value in self.checkpoint_pending_writes:
+            if chan == INTERRUPT and task_id not in done:
+                for item in value:
+                    result[item.id] = (task_id, item)
+        return result
+
+    def _accept_resume(self, resume: Any) -> None:
+        if self.checkpointer is None:
+            raise InvalidResumeError(
+                error_message(
+                    "Command(resume=...) needs a checkpointer: compile the graph with "
+                    "checkpointer=... and pass a thread_id.",
+                    ErrorCode.MISSING_CHECKPOINTER,
+                )
+            )
+        pending = self.pending_interrupts()
+        is_map = isinstance(resume, dict) and bool(resume) and all(
+            isinstance(k, str) and _looks_like_interrupt_id(k) for k in resume
+        )
+        if isinstance(resume, dict) and not resume and pending:
+            raise UnknownInterruptError(
+                "The resume map names no interrupt", reason="empty_map", pending_ids=sorted(pending)
+            )
+        if is_map:
+            unknown = sorted(set(resume) - set(pending))
+            if unknown:
+                raise UnknownInterruptError(
+                    error_message(
+                        f"Cannot resume interrupt {unknown[0]!r}: it is not pending on this "
+                        f"thread (pending: {sorted(pending) or 'none'}).",
+                        ErrorCode.INVALID_RESUME,
+                    ),
+                    reason="not_pending",
+                    interrupt_ids=unknown,
+                    pending_ids=sorted(pending),
+                )
+            for interrupt_id, value in resume.items():
+                task_id, _ = pending[interrupt_id]
+                answers = self._resume_by_task.setdefault(task_id, [])
+                answers.append(value)
+                self._save_writes(task_id, "", [(RESUME, list(answers))])
+            return
+        if len(pending) > 1:
+            raise UnknownInterruptError(
+                error_message(
+                    f"{len(pending)} interrupts are pending; resume them by id with "
+                    "Command(resume={interrupt_id: value, ...}).",
+                    ErrorCode.INVALID_RESUME,
+                ),
+                reason="ambiguous",
+                pending_ids=sorted(pending),
+            )
+        if len(pending) == 1:
+            ((task_id, _),) = pending.values()
+            answers = self._resume_by_task.setdefault(task_id, [])
+            answers.append(resume)
+            self._save_writes(task_id, "", [(RESUME, list(answers))])
+            return
+        upcoming = prepare_next_tasks(
+            self.checkpoint,
+            self.graph.nodes,
+            self.channels,
+            self.step,
+            checkpoint_ns=self.checkpoint_ns,
+            for_execution=False,
+        )
+        if not upcoming and not self.configurable.get(CONFIG_KEY_RESUMING):
+            raise InvalidResumeError(
+                error_message(
+                    f"Thread {self.thread_id!r} is not interrupted: there is nothing to resume.",
+                    ErrorCode.INVALID_RESUME,
+                )
+            )
+        # Paused at a static breakpoint (or stopped mid-run): the first interrupt()
+        # that runs takes this value.
+        self._null_resume = resume
+        self._save_writes(NULL_TASK_ID, "", [(RESUME, resume)])
+
+    # -- steps -------------------------------------------------------------------
+
+    def tick(self) -> bool:
+        """Plan the next step. False when the run is over (done or out of steps)."""
+        if self.step > self.stop:
+            self.status = "out_of_steps"
+            return False
+        graph = self.graph
+        self.tasks = prepare_next_tasks(
+            self.checkpoint,
+            graph.nodes,
+            self.channels,
+            self.step,
+            checkpoint_ns=self.checkpoint_ns,
+            updated_channels=self.updated_channels,
+            trigger_to_nodes=graph.trigger_to_nodes,
+        )
+        if not self._emitted_checkpoint and self.checkpointer is not None:
+            self._emit_checkpoint()
+        self._emitted_checkpoint = True
+        if not self.tasks:
+            self.status = "done"
+            return False
+        if self.checkpoint_pending_writes:
+            self._reuse_pending_writes()
+        if self.interrupt_before and should_interrupt(
+            self.checkpoint, self.interrupt_before, self.tasks.values()
+        ):
+            self.status = "interrupt_before"
+            self._mark_breakpoint()
+            return False
+        if "tasks" in self.modes or "debug" in self.modes:
+            for task in self.tasks.values():
+                if TAG_HIDDEN not in task.node.tags and not task.writes:
+                    payload = {
+                        "id": task.id,
+                        "name": task.name,
+                        "input": task.input,
+                        "triggers": tuple(task.triggers),
+                    }
+                    self._emit("tasks", payload)
+                    self._emit_debug("task", payload, self.step)
+        return True
+
+    def _reuse_pending_writes(self) -> None:
+        """Tasks that finished before a crash or interrupt get their saved writes back."""
+        by_task: dict[str, list[tuple[str, Any]]] = {}
+        for task_id, chan, value in self.checkpoint_pending_writes:
+            if task_id == NULL_TASK_ID:
+                continue
+            by_task.setdefault(task_id, []).append((chan, value))
+        for task_id, writes in by_task.items():
+            task = self.tasks.get(task_id)
+            if task is None:
+                continue
+            if any(chan in (ERROR, INTERRUPT) for chan, _ in writes) and not any(
+                chan not in SPECIAL_WRITES for chan, _ in writes
+            ):
+                if not any(chan == NO_WRITES for chan, _ in writes):
+                    continue
+            regular = [(c, v) for c, v in writes if c not in SPECIAL_WRITES or c == NO_WRITES]
+            if not regular:
+                continue
+            task.writes.extend(regular)
+            self._emit_task_output(task, cached=True)
+
+    def accepts(self, task: PregelExecutableTask) -> bool:
+        """True when ``task`` still has to run (no saved writes were reused)."""
+        return not task.writes
+
+    def make_scope(self, task: PregelExecutableTask) -> TaskScope:
+        """The scope a task attempt runs in (config built lazily)."""
+        resume = self._resume_by_task.get(task.id)
+        return TaskScope(
+            task_id=task.id,
+            name=task.name,
+            path=task.path,
+            checkpoint_ns=task.ns,
+            config_factory=lambda: self.task_config(task),
+            runtime=self.runtime,
+            stream_writer=self.runtime.stream_writer,
+            resume=list(resume) if resume else [],
+            null_resume=self._take_null_resume,
+            on_resume=lambda answers: self._save_resume(task, answers),
+            serde_check=self._serde_check,
+            stream_sink=(self.sink, self.modes) if self.modes else None,
+        )
+
+    def _serde_check(self, value: Any) -> None:
+        if self.checkpointer is not None:
+            check = getattr(self.checkpointer.serde, "check", None)
+            if check is not None:
+                check(value)
+            else:
+                self.checkpointer.serde.dumps_typed(value)
+
+    def _take_null_resume(self) -> Any:
+        value = self._null_resume
+        self._null_resume = MISSING
+        return value
+
+    def _save_resume(self, task: PregelExecutableTask, answers: list[Any]) -> None:
+        self._resume_by_task[task.id] = list(answers)
+        self._save_writes(task.id, task_path_str(task.path), [(RESUME, list(answers))])
+
+    def task_config(self, task: PregelExecutableTask) -> dict[str, Any]:
+        """The RunnableConfig a node sees (LangGraph's keys and metadata)."""
+        config = self.config
+        metadata = {
+            **config.get("metadata", {}),
+            "langgraph_step": self.step,
+            "langgraph_node": task.name,
+            "langgraph_triggers": tuple(task.triggers),
+            "langgraph_path": task.path,
+            "langgraph_checkpoint_ns": task.ns,
+        }
+        if self.thread_id is not None:
+            metadata.setdefault("thread_id", self.thread_id)
+        checkpoint_map = dict(self.configurable.get(CONFIG_KEY_CHECKPOINT_MAP, {}))
+        checkpoint_map[self.checkpoint_ns] = self.checkpoint["id"]
+        configurable = {
+            k: v for k, v in self.configurable.items() if k != CONFIG_KEY_CHECKPOINT_ID
+        }
+        configurable.update(
+            {
+                CONFIG_KEY_CHECKPOINT_NS: task.ns,
+                CONFIG_KEY_CHECKPOINT_MAP: checkpoint_map,
+                "__engine_task_id": task.id,
+            }
+        )
+        return {
+            **config,
+            "metadata": metadata,
+            "configurable": configurable,
+            "tags": [*config.get("tags", ()), *task.node.tags],
+        }
+
+    def task_done(self, task: PregelExecutableTask, error: BaseException | None, last: bool) -> None:
+        """Record a finished task: save its writes at once, stream its output.
+
+        ``last`` says no sibling is still running: then the writes may ride along
+        with the checkpoint that follows (one commit per step).
+        """
+        path = task_path_str(task.path)
+        if error is None:
+            if not task.writes:
+                task.writes.append((NO_WRITES, None))
+            if last and self.durability != "exit" and not self.interrupts:
+                self._deferred = (task.id, path, list(task.writes))
+            else:
+                self._save_writes(task.id, path, list(task.writes))
+            self._emit_task_output(task, cached=False)
+            return
+        if isinstance(error, GraphInterrupt):
+            task.writes.clear()
+            interrupts = list(error.interrupts)
+            if interrupts:
+                task.writes.append((INTERRUPT, interrupts))
+                self._save_writes(task.id, path, [(INTERRUPT, interrupts)])
+            self.interrupts.extend(interrupts)
+            self._flush_deferred()
+            self._emit_task_result(task, None, interrupts)
+            return
+        task.writes.clear()
+        self._save_writes(task.id, path, [(ERROR, error_payload(error))])
+        self._flush_deferred()
+        self._emit_task_result(task, error, [])
+
+    def step_failed(self) -> None:
+        """A task failed: make sure every finished sibling's writes are saved."""
+        self._flush_deferred()
+
+    @property
+    def executor(self) -> Any:
+        from engine.pregel._persist import background_pool  # noqa: PLC0415
+
+        return background_pool()
+
+    def _flush_deferred(self) -> None:
+        if self._deferred is not None:
+            task_id, path, writes = self._deferred
+            self._deferred = None
+            self._save_writes(task_id, path, writes)
+
+    def _save_writes(self, task_id: str, path: str, writes: Sequence[tuple[str, Any]]) -> None:
+        if self.checkpointer is None or self.persistence is None:
+            return
+        if self.durability == "exit":
+            self._exit_writes.append((task_id, path, list(writes)))
+            return
+        self.persistence.put_writes(self.checkpoint_config, writes, task_id, path)
+
+    def after_step_interrupted(self) -> None:
+        """Some task paused: keep the step open (writes stay pending), stop the run."""
+        self._flush_deferred()
+        self.status = "interrupted"
+        if "updates" in self.modes:
+            self._emit("updates", {INTERRUPT: tuple(self.interrupts)})
+
+    def after_tick(self) -> None:
+        """All tasks finished: apply their writes, save the checkpoint, maybe stop."""
+        tasks = list(self.tasks.values())
+        self.updated_channels = self._apply(tasks)
+        if "values" in self.modes and not self.updated_channels.isdisjoint(
+            (self.stream_keys,) if isinstance(self.stream_keys, str) else self.stream_keys
+        ):
+            self._emit("values", self.output_values(self.stream_keys))
+        self.checkpoint_pending_writes = []
+        self._resume_by_task = {}
+        self._exit_writes = []
+        self._put_checkpoint("loop", self._step_writes(tasks))
+        self.configurable.pop(CONFIG_KEY_RESUMING, None)
+        if self.interrupt_after and should_interrupt(
+            self.checkpoint, self.interrupt_after, tasks
+        ):
+            self.status = "interrupt_after"
+            self._mark_breakpoint()
+            if self.checkpointer is not None:
+                self.tasks = prepare_next_tasks(
+                    self.checkpoint,
+                    self.graph.nodes,
+                    self.channels,
+                    self.step,
+                    checkpoint_ns=self.checkpoint_ns,
+                    updated_channels=self.updated_channels,
+                    trigger_to_nodes=self.graph.trigger_to_nodes,
+                    for_execution=False,
+                )
+                self._emitted_checkpoint = False
+                self._emit_checkpoint()
+                self._emitted_checkpoint = True
+
+    def _mark_breakpoint(self) -> None:
+        # Resuming marks every channel as seen by the breakpoint (see _first), so the
+        # marker needs no save of its own.
+        seen = dict(self.checkpoint["versions_seen"].get(INTERRUPT, {}))
+        seen.update(self.checkpoint["channel_versions"])
+        self.checkpoint["versions_seen"][INTERRUPT] = seen
+        if "updates" in self.modes:
+            self._emit("updates", {INTERRUPT: ()})
+
+    def _step_writes(self, tasks: Sequence[PregelExecutableTask]) -> dict[str, Any] | None:
+        if self.checkpointer is None:
+            return None
+        writes: dict[str, Any] = {}
+        for task in tasks:
+            if TAG_HIDDEN in task.node.tags:
+                continue
+            update = self.graph.task_update(task)
+            if task.name in writes:
+                existing = writes[task.name]
+                if isinstance(existing, list) and getattr(existing, "_many", False):
+                    existing.append(update)
+                else:
+                    many = _ManyUpdates([existing, update])
+                    writes[task.name] = many
+            else:
+                writes[task.name] = update
+        return {k: list(v) if isinstance(v, _ManyUpdates) else v for k, v in writes.items()}
+
+    # -- checkpoints ---------------------------------------------------------------
+
+    def _put_checkpoint(self, source: str, writes: Any, *, advance: bool = True) -> None:
+        """Start a new checkpoint for the current step and save it (per durability)."""
+        if self.checkpointer is None:
+            if advance:
+                self.step += 1
+            return
+        checkpoint = self.checkpoint
+        checkpoint["id"] = new_checkpoint_id(self.step)
+        checkpoint["ts"] = _now()
+        checkpoint["updated_channels"] = (
+            sorted(self.updated_channels) if self.updated_channels is not None else None
+        )
+        metadata: dict[str, Any] = {
+            **{
+                k: v
+                for k, v in self.config.get("metadata", {}).items()
+                if _plain(v) and not k.startswith(("langgraph_", "__"))
+            },
+            "source": source,
+            "step": self.step,
+            "parents": {
+                ns: cid
+                for ns, cid in self.configurable.get(CONFIG_KEY_CHECKPOINT_MAP, {}).items()
+                if ns != self.checkpoint_ns
+            },
+        }
+        if writes is not None:
+            metadata["writes"] = writes
+        self.checkpoint_metadata = metadata  # type: ignore[assignment]
+        self.prev_checkpoint_config = (
+            self._config_for(self._last_saved_id) if self._last_saved_id is not None else None
+        )
+        self.checkpoint_config = {
+            **self.checkpoint_config,
+            CONF: {
+                **self.checkpoint_config.get(CONF, {}),
+                CONFIG_KEY_THREAD_ID: self.thread_id,
+                CONFIG_KEY_CHECKPOINT_NS: self.checkpoint_ns,
+                CONFIG_KEY_CHECKPOINT_ID: checkpoint["id"],
+            },
+        }
+        if self.durability != "exit":
+            self._save(metadata)
+        else:
+            self._unsaved = True
+        if advance:
+            self.step += 1
+
+    def _config_for(self, checkpoint_id: str) -> RunnableConfig:
+        return {
+            CONF: {
+                CONFIG_KEY_THREAD_ID: self.thread_id,
+                CONFIG_KEY_CHECKPOINT_NS: self.checkpoint_ns,
+                CONFIG_KEY_CHECKPOINT_ID: checkpoint_id,
+            }
+        }
+
+    def _save(self, metadata: dict[str, Any]) -> None:
+        """Hand a snapshot of the working checkpoint to the saver."""
+        snapshot = self._snapshot()
+        parent_id = self._last_saved_id
+        new_versions = {
+            c: snapshot["channel_versions"][c]
+            for c in (self._bumped or ())
+            if c in snapshot["channel_versions"]
+        }
+        if deltas := self._deltas(new_versions):
+            snapshot["channel_deltas"] = deltas
+        conf: dict[str, Any] = {
+            CONFIG_KEY_THREAD_ID: self.thread_id,
+            CONFIG_KEY_CHECKPOINT_NS: self.checkpoint_ns,
+        }
+        if parent_id is not None:
+            conf[CONFIG_KEY_CHECKPOINT_ID] = parent_id
+        if self._fence:
+            conf[EXPECTED_HEAD] = parent_id
+        task_writes = [self._deferred] if self._deferred is not None else []
+        self._deferred = None
+        assert self.persistence is not None
+        self.persistence.put_step(
+            {CONF: conf}, task_writes, snapshot, metadata, new_versions  # type: ignore[arg-type]
+        )
+        self._saved_versions = snapshot["channel_versions"]
+        self._bumped = set()
+        self._fence = True
+        self._last_saved_id = snapshot["id"]
+        self._unsaved = False
+        self._emitted_checkpoint = False
+
+    def _deltas(self, new_versions: Mapping[str, Any]) -> dict[str, tuple[Any, int]]:
+        deltas: dict[str, tuple[Any, int]] = {}
+        saved = self._saved_versions
+        for chan in new_versions:
+            base = getattr(self.channels[chan], "append_base", None)
+            if base is not None and chan in saved:
+                deltas[chan] = (saved[chan], base)
+        return deltas
+
+    def _snapshot(self) -> Checkpoint:
+        """A copy of the working checkpoint the saver may keep (values shared, dicts fresh)."""
+        working = self.checkpoint
+        values = dict(self._saved_values)
+        channels = self.channels
+        for chan in self._bumped if self._bumped is not None else channels.keys():
+            value = channels[chan].checkpoint()
+            if value is MISSING:
+                values.pop(chan, None)
+            else:
+                values[chan] = value
+        self._saved_values = values
+        snapshot = Checkpoint(
+            v=working.get("v", 4),
+            id=working["id"],
+            ts=working["ts"],
+            channel_values=values,
+            channel_versions=dict(working["channel_versions"]),
+            versions_seen={k: dict(v) for k, v in working["versions_seen"].items()},
+            updated_channels=working.get("updated_channels"),
+        )
+        if self.graph.schema_version is not None:
+            snapshot["schema_version"] = self.graph.schema_version
+        return snapshot
+
+    def finish(self) -> None:
+        """Run is over: save what ``exit`` durability kept back; wait for saves."""
+        if self.checkpointer is None or self.persistence is None:
+            return
+        if self.durability == "exit" and (self._unsaved or self._exit_writes):
+            writes, self._exit_writes = self._exit_writes, []
+            self._save(dict(self.checkpoint_metadata))
+            for task_id, path, task_writes in writes:
+                self.persistence.put_writes(self.checkpoint_config, task_writes, task_id, path)
+        self._flush_deferred()
+        self.persistence.flush()
+
+    # -- output ------------------------------------------------------------------
+
+    def output_values(self, keys: str | Sequence[str] | None = None) -> Any:
+        keys = self.output_keys if keys is None else keys
+        channels = self.channels
+        if isinstance(keys, str):
+            value = channels[keys].peek()
+            return None if value is MISSING else value
+        values: dict[str, Any] = {}
+        for key in keys:
+            value = channels[key].peek()
+            if value is not MISSING:
+                values[key] = value
+        return values
+
+    def output(self) -> Any:
+        """What ``invoke`` returns: output values, plus ``__interrupt__`` when paused."""
+        values = self.graph.map_output(self.output_values())
+        if self.interrupts and isinstance(values, dict):
+            values = {**values, INTERRUPT: list(self.interrupts)}
+        return values
+
+    # -- streaming -----------------------------------------------------------------
+
+    def _emit(self, mode: str, payload: Any) -> None:
+        if mode in self.modes:
+            self.sink((self.ns, mode, payload))
+
+    def _emit_debug(self, kind: str, payload: Any, step: int) -> None:
+        if "debug" in self.modes:
+            self.sink(
+                (self.ns, "debug", {"step": step, "timestamp": _now(), "type": kind, "payload": payload})
+            )
+
+    def _emit_task_output(self, task: PregelExecutableTask, *, cached: bool) -> None:
+        modes = self.modes
+        if not modes or TAG_HIDDEN in task.node.tags:
+            return
+        if "updates" in modes:
+            update = self.graph.task_update(task)
+            chunk: dict[str, Any] = {task.name: update}
+            if cached:
+                chunk["__metadata__"] = {"cached": True}
+            self.sink((self.ns, "updates", chunk))
+        if "tasks" in modes or "debug" in modes:
+            self._emit_task_result(task, None, [])
+
+    def _emit_task_result(
+        self, task: PregelExecutableTask, error: BaseException | None, interrupts: list[Interrupt]
+    ) -> None:
+        if TAG_HIDDEN in task.node.tags or not ("tasks" in self.modes or "debug" in self.modes):
+            return
+        result = (
+            {c: v for c, v in task.writes if c not in SPECIAL_WRITES and c != TASKS and c in self.graph.output_channel_set}
+            if error is None and not interrupts
+            else None
+        )
+        payload = {
+            "id": task.id,
+            "name": task.name,
+            "error": None if error is None else f"{type(error).__name__}({error})",
+            "result": result,
+            "interrupts": [{"id": i.id, "value": i.value} for i in interrupts],
+        }
+        self._emit("tasks", payload)
+        self._emit_debug("task_result", payload, self.step)
+
+    def _emit_checkpoint(self) -> None:
+        if not ("checkpoints" in self.modes or "debug" in self.modes):
+            return
+        if self._unsaved or self._last_saved_id is None:
+            return
+        payload = self.checkpoint_payload()
+        self._emit("checkpoints", payload)
+        self._emit_debug("checkpoint", payload, self.step - 1)
+
+    def checkpoint_payload(self) -> dict[str, Any]:
+        return {
+            "config": self.checkpoint_config_public(),
+            "parent_config": self.prev_checkpoint_config_public(),
+            "values": self.output_values(self.stream_keys),
+            "metadata": {k: v for k, v in self.checkpoint_metadata.items() if k != "writes"},
+            "next": [t.name for t in self.tasks.values()],
+            "tasks": [
+                {"id": t.id, "name": t.name, "interrupts": (), "state": None}
+                for t in self.tasks.values()
+            ],
+        }
+
+    def checkpoint_config_public(self) -> RunnableConfig:
+        return {
+            CONF: {
+                CONFIG_KEY_CHECKPOINT_NS: self.checkpoint_ns,
+                CONFIG_KEY_THREAD_ID: self.thread_id,
+                CONFIG_KEY_CHECKPOINT_ID: self.checkpoint["id"],
+            }
+        }
+
+    def prev_checkpoint_config_public(self) -> RunnableConfig | None:
+        prev = self.prev_checkpoint_config
+        if not prev or CONFIG_KEY_CHECKPOINT_ID not in prev.get(CONF, {}):
+            return None
+        return {
+            CONF: {
+                CONFIG_KEY_CHECKPOINT_NS: self.checkpoint_ns,
+                CONFIG_KEY_THREAD_ID: self.thread_id,
+                CONFIG_KEY_CHECKPOINT_ID: prev[CONF][CONFIG_KEY_CHECKPOINT_ID],
+            }
+        }
+
+
+class _ManyUpdates(list[Any]):
+    _many = True
+
+
+def _plain(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool)) or value is None
+
+
+def _looks_like_interrupt_id(key: str) -> bool:
+    return len(key) == 32 and all(c in "0123456789abcdef" for c in key)
+
+
+def send_packets(writes: Sequence[tuple[str, Any]]) -> list[Send]:
+    return [v for c, v in writes if c == TASKS]
+
+
+__unused__ = (NS_END, NS_SEP, RETURN)

@@ -1,0 +1,111 @@
+"""PregelNode: a compiled actor, what triggers it, what it reads and how it writes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from engine._internal._typing import MISSING
+from engine.channels.base import BaseChannel
+from engine.pregel._call import NodeCallable
+from engine.types import CachePolicy, RetryPolicy, TimeoutPolicy
+
+if TYPE_CHECKING:
+    from engine.pregel._algo import PregelExecutableTask
+
+__all__ = ("NodeWriter", "PregelNode")
+
+NodeWriter = Callable[["PregelExecutableTask", Any, Callable[[Sequence[str]], dict[str, Any]]], None]
+"""Turns a node's return value into writes appended to ``task.writes``.
+
+Receives the task, the node's output, and ``read_fresh(keys)``, which reads
+state as it will be once this task's own writes are applied (for routing)."""
+
+
+class PregelNode:
+    """A node of the compiled graph.
+
+    Args:
+        name: node name (unique in the graph).
+        triggers: channels whose update schedules the node.
+        channels: state channels read into the node's input (a list gives a dict,
+            a string gives that one channel's value).
+        mapper: turns the input dict into the node's input type (pydantic model...).
+        bound: the node's callable.
+        writers: functions that turn the output into writes.
+    """
+
+    __slots__ = (
+        "bound",
+        "cache_policy",
+        "channels",
+        "error_handler",
+        "mapper",
+        "metadata",
+        "name",
+        "retry_policy",
+        "sorted_triggers",
+        "subgraphs",
+        "tags",
+        "timeout",
+        "triggers",
+        "writers",
+    )
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        triggers: Sequence[str],
+        channels: Sequence[str] | str,
+        bound: NodeCallable,
+        writers: Sequence[NodeWriter] = (),
+        mapper: Callable[[Any], Any] | None = None,
+        retry_policy: Sequence[RetryPolicy] = (),
+        cache_policy: CachePolicy[Any] | None = None,
+        timeout: TimeoutPolicy | None = None,
+        error_handler: NodeCallable | None = None,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        subgraphs: Sequence[Any] = (),
+    ) -> None:
+        self.name = name
+        self.triggers = list(triggers)
+        self.sorted_triggers = tuple(sorted(self.triggers))
+        self.channels = channels
+        self.bound = bound
+        self.writers = list(writers)
+        self.mapper = mapper
+        self.retry_policy = tuple(retry_policy)
+        self.cache_policy = cache_policy
+        self.timeout = timeout
+        self.error_handler = error_handler
+        self.tags = tuple(tags)
+        self.metadata = dict(metadata or {})
+        self.subgraphs = list(subgraphs)
+
+    def refresh_triggers(self) -> None:
+        self.sorted_triggers = tuple(sorted(self.triggers))
+
+    def read_input(self, channels: Mapping[str, BaseChannel[Any, Any, Any]]) -> Any:
+        """The node's input from the current channels, or MISSING when unreadable."""
+        keys = self.channels
+        if isinstance(keys, str):
+            return channels[keys].peek()
+        values: dict[str, Any] = {}
+        for key in keys:
+            value = channels[key].peek()
+            if value is not MISSING:
+                values[key] = value
+        mapper = self.mapper
+        return mapper(values) if mapper is not None else values
+
+    def map_send_input(self, arg: Any) -> Any:
+        """A Send packet's argument as this node's input."""
+        mapper = self.mapper
+        if mapper is not None and isinstance(arg, dict):
+            return mapper(arg)
+        return arg
+
+    def __repr__(self) -> str:
+        return f"PregelNode(name={self.name!r}, triggers={self.triggers!r})"

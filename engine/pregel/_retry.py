@@ -1,0 +1,227 @@
+"""One task, start to finish: attempts, retry policy, timeouts, error handler.
+
+A failed or timed-out attempt's writes are discarded before the next attempt.
+Interrupts and parent commands are never retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from engine._internal._scope import reset_scope, set_scope
+from engine.errors import GraphBubbleUp, NodeCancelledError, NodeError, NodeTimeoutError
+from engine.types import RetryPolicy, TimeoutPolicy
+
+if TYPE_CHECKING:
+    from engine._internal._scope import TaskScope
+    from engine.pregel._algo import PregelExecutableTask
+    from engine.pregel._loop import PregelLoop
+
+__all__ = ("arun_task", "run_task")
+
+
+def _policy_for(policies: Sequence[RetryPolicy], exc: Exception) -> RetryPolicy | None:
+    for policy in policies:
+        if policy.should_retry(exc):
+            return policy
+    return None
+
+
+def _write(loop: PregelLoop, task: PregelExecutableTask, output: Any) -> None:
+    writers = task.node.writers
+    if not writers:
+        return
+
+    def read_fresh(keys: Sequence[str]) -> dict[str, Any]:
+        return loop.graph.read_fresh(loop.channels, task, keys)
+
+    for writer in writers:
+        writer(task, output, read_fresh)
+
+
+def _finish_attempt(scope: TaskScope, loop: PregelLoop, task: PregelExecutableTask, output: Any) -> None:
+    if scope.interrupted is not None:
+        # user code caught the pause signal; the pause still happens
+        raise scope.interrupted
+    _write(loop, task, output)
+
+
+def _handle_error(
+    loop: PregelLoop, task: PregelExecutableTask, exc: Exception
+) -> BaseException | None:
+    handler = task.node.error_handler
+    if handler is None:
+        return exc
+    scope = loop.make_scope(task)
+    scope.error = NodeError(node=task.name, error=exc)  # type: ignore[attr-defined]
+    token = set_scope(scope)
+    try:
+        task.writes.clear()
+        output = handler.invoke(task.input, scope)
+        _finish_attempt(scope, loop, task, output)
+        return None
+    except GraphBubbleUp as signal:
+        task.writes.clear()
+        return signal
+    except Exception as handler_exc:
+        task.writes.clear()
+        handler_exc.__cause__ = exc
+        return handler_exc
+    finally:
+        reset_scope(token)
+
+
+def run_task(loop: PregelLoop, task: PregelExecutableTask) -> BaseException | None:
+    """Run a task in this thread. Returns its failure (or pause signal), None on success."""
+    node = task.node
+    policies = task.retry_policy or loop.graph.retry_policy
+    attempt = 0
+    while True:
+        attempt += 1
+        scope = loop.make_scope(task)
+        token = set_scope(scope)
+        try:
+            output = node.bound.invoke(task.input, scope)
+        except GraphBubbleUp as signal:
+            task.writes.clear()
+            return signal
+        except Exception as exc:
+            task.writes.clear()
+            policy = _policy_for(policies, exc)
+            if policy is None or attempt >= policy.max_attempts:
+                return _handle_error(loop, task, exc)
+            time.sleep(policy.interval(attempt))
+            continue
+        finally:
+            reset_scope(token)
+        token = set_scope(scope)
+        try:
+            _finish_attempt(scope, loop, task, output)
+            return None
+        except GraphBubbleUp as signal:
+            task.writes.clear()
+            return signal
+        except Exception as exc:
+            task.writes.clear()
+            return exc
+        finally:
+            reset_scope(token)
+
+
+class _Heartbeat:
+    """A stream writer that also refreshes an idle timeout when written to."""
+
+    __slots__ = ("last", "writer")
+
+    def __init__(self, writer: Callable[[Any], None]) -> None:
+        self.writer = writer
+        self.last = time.monotonic()
+
+    def __call__(self, chunk: Any) -> None:
+        self.last = time.monotonic()
+        self.writer(chunk)
+
+    def heartbeat(self) -> None:
+        self.last = time.monotonic()
+
+
+async def _attempt_async(
+    loop: PregelLoop, task: PregelExecutableTask, scope: TaskScope, timeout: TimeoutPolicy | None
+) -> Any:
+    node = task.node
+    awaitable = node.bound.ainvoke(task.input, scope)
+    if awaitable is None:
+        ctx_run = _context_runner(scope)
+        return await asyncio.get_running_loop().run_in_executor(
+            loop.executor, ctx_run, node.bound.invoke, task.input, scope
+        )
+    if timeout is None:
+        return await awaitable
+    beat = _Heartbeat(scope.stream_writer)
+    if timeout.idle_timeout is not None:
+        scope.stream_writer = beat
+    start = time.monotonic()
+    inner = asyncio.ensure_future(awaitable)
+    try:
+        while True:
+            now = time.monotonic()
+            deadlines = []
+            if timeout.run_timeout is not None:
+                deadlines.append(("run", timeout.run_timeout, start + timeout.run_timeout))
+            if timeout.idle_timeout is not None:
+                deadlines.append(("idle", timeout.idle_timeout, beat.last + timeout.idle_timeout))
+            kind, limit, deadline = min(deadlines, key=lambda d: d[2])
+            if deadline <= now:
+                inner.cancel()
+                raise NodeTimeoutError(
+                    task.name,
+                    now - start,
+                    kind=kind,  # type: ignore[arg-type]
+                    timeout=limit,
+                    run_timeout=timeout.run_timeout,
+                    idle_timeout=timeout.idle_timeout,
+                )
+            done, _ = await asyncio.wait({inner}, timeout=deadline - now)
+            if done:
+                return inner.result()
+    finally:
+        if not inner.done():
+            inner.cancel()
+
+
+def _context_runner(scope: TaskScope) -> Callable[..., Any]:
+    def run(func: Callable[..., Any], value: Any, sc: TaskScope) -> Any:
+        token = set_scope(sc)
+        try:
+            return func(value, sc)
+        finally:
+            reset_scope(token)
+
+    return run
+
+
+async def arun_task(loop: PregelLoop, task: PregelExecutableTask) -> BaseException | None:
+    """Async twin of :func:`run_task` (timeouts apply to async nodes)."""
+    node = task.node
+    policies = task.retry_policy or loop.graph.retry_policy
+    attempt = 0
+    while True:
+        attempt += 1
+        scope = loop.make_scope(task)
+        token = set_scope(scope)
+        try:
+            output = await _attempt_async(loop, task, scope, node.timeout)
+        except GraphBubbleUp as signal:
+            task.writes.clear()
+            return signal
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise
+            exc: Exception = NodeCancelledError(task.name)
+            task.writes.clear()
+            return exc
+        except Exception as error:
+            task.writes.clear()
+            policy = _policy_for(policies, error)
+            if policy is None or attempt >= policy.max_attempts:
+                return _handle_error(loop, task, error)
+            await asyncio.sleep(policy.interval(attempt))
+            continue
+        finally:
+            reset_scope(token)
+        token = set_scope(scope)
+        try:
+            _finish_attempt(scope, loop, task, output)
+            return None
+        except GraphBubbleUp as signal:
+            task.writes.clear()
+            return signal
+        except Exception as error:
+            task.writes.clear()
+            return error
+        finally:
+            reset_scope(token)

@@ -1,0 +1,177 @@
+"""Runs one super-step's tasks: inline, on the shared thread pool, or on the event loop.
+
+Every finished task is reported to the loop (``task_done``) from the driver's
+thread, in completion order, so its writes are saved as soon as it finishes.
+When a task fails, tasks not yet started are cancelled; running ones finish and
+keep their writes; then the failure is raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import queue
+from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import GraphBubbleUp, GraphInterrupt
+from engine.pregel._persist import background_pool
+from engine.pregel._retry import arun_task, run_task
+
+if TYPE_CHECKING:
+    from engine.pregel._algo import PregelExecutableTask
+    from engine.pregel._loop import PregelLoop, StreamChunk
+
+__all__ = ("StepOutcome", "arun_step", "run_step")
+
+
+class _Done:
+    """Queue marker: a task finished."""
+
+    __slots__ = ("error", "task")
+
+    def __init__(self, task: PregelExecutableTask, error: BaseException | None) -> None:
+        self.task = task
+        self.error = error
+
+
+class StepOutcome:
+    """What happened in a step: the failure to raise, if any."""
+
+    __slots__ = ("error",)
+
+    def __init__(self) -> None:
+        self.error: BaseException | None = None
+
+
+def _record(
+    loop: PregelLoop, outcome: StepOutcome, task: PregelExecutableTask, error: BaseException | None, last: bool
+) -> None:
+    if error is not None and not isinstance(error, GraphInterrupt):
+        if outcome.error is None:
+            outcome.error = error
+    loop.task_done(task, error, last and outcome.error is None)
+
+
+def _close_step(loop: PregelLoop, outcome: StepOutcome) -> None:
+    if outcome.error is not None:
+        loop.step_failed()
+        error = outcome.error
+        if isinstance(error, GraphBubbleUp) or not isinstance(error, Exception):
+            raise error
+        raise error
+    if loop.interrupts:
+        loop.after_step_interrupted()
+
+
+def run_step(
+    loop: PregelLoop, chunks: queue.SimpleQueue[Any] | None, live: bool
+) -> Iterator[StreamChunk]:
+    """Run the current step's tasks; yields stream chunks while they run."""
+    pending = [t for t in loop.tasks.values() if loop.accepts(t)]
+    outcome = StepOutcome()
+    if not pending:
+        _close_step(loop, outcome)
+        return
+    if len(pending) == 1 and not live:
+        task = pending[0]
+        _record(loop, outcome, task, run_task(loop, task), last=True)
+        if chunks is not None:
+            yield from _drain(chunks)
+        _close_step(loop, outcome)
+        return
+    inbox: queue.SimpleQueue[Any] = chunks if chunks is not None else queue.SimpleQueue()
+    pool = background_pool()
+    futures: list[Future[None]] = []
+
+    def runner(task: PregelExecutableTask) -> Callable[[], None]:
+        context = contextvars.copy_context()
+
+        def go() -> None:
+            error: BaseException | None
+            try:
+                error = context.run(run_task, loop, task)
+            except BaseException as exc:  # noqa: BLE001 - reported to the driver
+                error = exc
+            inbox.put(_Done(task, error))
+
+        return go
+
+    for task in pending:
+        futures.append(pool.submit(runner(task)))
+    remaining = len(pending)
+    while remaining:
+        item = inbox.get()
+        if isinstance(item, _Done):
+            remaining -= 1
+            _record(loop, outcome, item.task, item.error, last=remaining == 0)
+            if outcome.error is not None and remaining:
+                for future in futures:
+                    if future.cancel():
+                        remaining -= 1
+        else:
+            yield item
+    if chunks is not None:
+        yield from _drain(chunks)
+    _close_step(loop, outcome)
+
+
+def _drain(chunks: queue.SimpleQueue[Any]) -> Iterator[StreamChunk]:
+    while True:
+        try:
+            item = chunks.get_nowait()
+        except queue.Empty:
+            return
+        if not isinstance(item, _Done):
+            yield item
+
+
+async def arun_step(
+    loop: PregelLoop, chunks: asyncio.Queue[Any] | None
+) -> AsyncIterator[StreamChunk]:
+    """Async twin of :func:`run_step`: async nodes on the event loop, sync ones in threads."""
+    pending = [t for t in loop.tasks.values() if loop.accepts(t)]
+    outcome = StepOutcome()
+    if not pending:
+        _close_step(loop, outcome)
+        return
+    inbox: asyncio.Queue[Any] = chunks if chunks is not None else asyncio.Queue()
+    running: list[asyncio.Task[None]] = []
+
+    async def go(task: PregelExecutableTask) -> None:
+        error: BaseException | None
+        try:
+            error = await arun_task(loop, task)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - reported to the driver
+            error = exc
+        inbox.put_nowait(_Done(task, error))
+
+    for task in pending:
+        running.append(asyncio.ensure_future(go(task)))
+    remaining = len(pending)
+    try:
+        while remaining:
+            item = await inbox.get()
+            if isinstance(item, _Done):
+                remaining -= 1
+                _record(loop, outcome, item.task, item.error, last=remaining == 0)
+                if outcome.error is not None and remaining:
+                    for job in running:
+                        if not job.done():
+                            job.cancel()
+                    await asyncio.gather(*running, return_exceptions=True)
+                    remaining = 0
+            else:
+                yield item
+    finally:
+        for job in running:
+            if not job.done():
+                job.cancel()
+    while not inbox.empty():
+        item = inbox.get_nowait()
+        if not isinstance(item, _Done):
+            yield item
+    _close_step(loop, outcome)

@@ -1,0 +1,535 @@
+"""Time travel on a compiled graph: read snapshots and history, write state as a node.
+
+Snapshots are built lazily from saved checkpoints; nothing here runs a node.
+``update_state`` runs only the chosen node's writers (its edges fire), creating a
+new checkpoint whose parent is the addressed one, so updating a past checkpoint
+forks the thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from engine._internal._constants import (
+    CONF,
+    CONFIG_KEY_CHECKPOINT_ID,
+    CONFIG_KEY_CHECKPOINT_NS,
+    CONFIG_KEY_THREAD_ID,
+    END,
+    ERROR,
+    INPUT,
+    INTERRUPT,
+    NO_WRITES,
+    NULL_TASK_ID,
+    RESUME,
+    START,
+)
+from engine._internal._ids import new_checkpoint_id, task_id_for
+from engine._internal._typing import MISSING, RunnableConfig
+from engine.channels.base import BaseChannel
+from engine.checkpoint.base import (
+    BaseCheckpointSaver,
+    Checkpoint,
+    CheckpointTuple,
+    empty_checkpoint,
+    require_thread_id,
+)
+from engine.errors import ErrorCode, InvalidUpdateError, error_message
+from engine.pregel._algo import (
+    PregelExecutableTask,
+    PregelTaskWrites,
+    apply_writes,
+    prepare_next_tasks,
+)
+from engine.types import Interrupt, PregelTask, StateSnapshot
+
+if TYPE_CHECKING:
+    from engine.pregel.main import Pregel
+
+__all__ = ("get_state", "get_state_history", "update_state")
+
+_SPECIAL = frozenset({ERROR, INTERRUPT, RESUME, NO_WRITES})
+
+
+def _saver_or_raise(graph: Pregel, config: RunnableConfig) -> BaseCheckpointSaver:
+    saver = graph._saver(config)
+    if saver is None:
+        raise ValueError(
+            error_message(
+                "No checkpointer set: compile the graph with checkpointer=... to read or "
+                "change its state.",
+                ErrorCode.MISSING_CHECKPOINTER,
+            )
+        )
+    require_thread_id(config, "Reading or changing state")
+    return saver
+
+
+def _channels(graph: Pregel, checkpoint: Checkpoint) -> dict[str, BaseChannel[Any, Any, Any]]:
+    values = checkpoint["channel_values"]
+    return {
+        name: spec.from_checkpoint(values.get(name, MISSING))
+        for name, spec in graph.channels.items()
+    }
+
+
+def _read(graph: Pregel, channels: dict[str, BaseChannel[Any, Any, Any]]) -> Any:
+    keys = graph.stream_channels
+    if isinstance(keys, str):
+        value = channels[keys].peek()
+        return None if value is MISSING else value
+    out: dict[str, Any] = {}
+    for key in keys:
+        value = channels[key].peek()
+        if value is not MISSING:
+            out[key] = value
+    return out
+
+
+def _public_config(config: RunnableConfig | None) -> RunnableConfig | None:
+    if config is None:
+        return None
+    conf = config.get(CONF, {})
+    if not conf.get(CONFIG_KEY_CHECKPOINT_ID):
+        return None
+    return {
+        CONF: {
+            CONFIG_KEY_THREAD_ID: conf.get(CONFIG_KEY_THREAD_ID),
+            CONFIG_KEY_CHECKPOINT_NS: conf.get(CONFIG_KEY_CHECKPOINT_NS, ""),
+            CONFIG_KEY_CHECKPOINT_ID: conf[CONFIG_KEY_CHECKPOINT_ID],
+        }
+    }
+
+
+def snapshot_from(
+    graph: Pregel, saved: CheckpointTuple, *, live: bool, saver: BaseCheckpointSaver | None = None
+) -> StateSnapshot:
+    """A :class:`StateSnapshot` of a saved checkpoint.
+
+    ``live`` (``get_state``) shows current status: values include finished tasks'
+    writes, ``next`` only tasks still to run, ``interrupts`` only open ones.
+    Otherwise (history) it is the record of the step that followed.
+    """
+    checkpoint = saved.checkpoint
+    graph.migrate_checkpoint(checkpoint)
+    channels = _channels(graph, checkpoint)
+    step = saved.metadata.get("step", -1) + 1
+    ns = saved.config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_NS, "")
+    pending = saved.pending_writes or []
+    null_writes = [(c, v) for t, c, v in pending if t == NULL_TASK_ID and c not in _SPECIAL]
+    if null_writes:
+        apply_writes(
+            _copy_for_read(checkpoint),
+            channels,
+            [PregelTaskWrites((), INPUT, null_writes, ())],
+            lambda: None,
+            graph.trigger_to_nodes,
+        )
+    tasks = prepare_next_tasks(
+        checkpoint,
+        graph.nodes,
+        channels,
+        step,
+        checkpoint_ns=ns,
+        for_execution=False,
+    )
+    by_task: dict[str, list[tuple[str, Any]]] = {}
+    for task_id, chan, value in pending:
+        by_task.setdefault(task_id, []).append((chan, value))
+    subgraph_names = {name for name, _ in graph.get_subgraphs()}
+    pregel_tasks: list[PregelTask] = []
+    done: list[PregelExecutableTask] = []
+    for task in tasks.values():
+        writes = by_task.get(task.id, [])
+        error = next((v for c, v in writes if c == ERROR), None)
+        interrupts: tuple[Interrupt, ...] = tuple(
+            next((v for c, v in writes if c == INTERRUPT), ()) or ()
+        )
+        regular = [(c, v) for c, v in writes if c not in _SPECIAL or c == NO_WRITES]
+        if regular:
+            task.writes.extend(regular)
+            done.append(task)
+        result = graph.task_update(task) if regular else None
+        if live and regular:
+            interrupts = ()
+        state: Any = None
+        if task.name in subgraph_names:
+            state = {
+                CONF: {
+                    CONFIG_KEY_THREAD_ID: saved.config.get(CONF, {}).get(CONFIG_KEY_THREAD_ID),
+                    CONFIG_KEY_CHECKPOINT_NS: task.ns,
+                }
+            }
+        pregel_tasks.append(
+            PregelTask(
+                id=task.id,
+                name=task.name,
+                path=task.path,
+                error=_as_error(error),
+                interrupts=interrupts,
+                state=state,
+                result=result,
+            )
+        )
+    if live and done:
+        apply_writes(
+            _copy_for_read(checkpoint), channels, done, lambda: None, graph.trigger_to_nodes
+        )
+    next_names = tuple(
+        t.name for t in tasks.values() if not (live and t.writes)
+    )
+    return StateSnapshot(
+        values=graph.map_output(_read(graph, channels)),
+        next=next_names,
+        config=_public_config(saved.config) or saved.config,
+        metadata=dict(saved.metadata),
+        created_at=checkpoint.get("ts"),
+        parent_config=_public_config(saved.parent_config),
+        tasks=tuple(pregel_tasks),
+        interrupts=tuple(i for t in pregel_tasks for i in t.interrupts),
+    )
+
+
+def _copy_for_read(checkpoint: Checkpoint) -> Checkpoint:
+    return Checkpoint(
+        v=checkpoint.get("v", 4),
+        id=checkpoint["id"],
+        ts=checkpoint.get("ts", ""),
+        channel_values=checkpoint["channel_values"],
+        channel_versions=dict(checkpoint["channel_versions"]),
+        versions_seen={k: dict(v) for k, v in checkpoint["versions_seen"].items()},
+        updated_channels=None,
+    )
+
+
+class StoredError(Exception):
+    """A task failure read back from storage (its type name and message)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+
+def _as_error(value: Any) -> Exception | None:
+    if value is None:
+        return None
+    if isinstance(value, Exception):
+        return value
+    if isinstance(value, dict):
+        return StoredError(str(value.get("error", "Error")), str(value.get("message", "")))
+    return StoredError("Error", str(value))
+
+
+def _empty_snapshot(config: RunnableConfig) -> StateSnapshot:
+    return StateSnapshot(
+        values={},
+        next=(),
+        config=config,
+        metadata=None,
+        created_at=None,
+        parent_config=None,
+        tasks=(),
+        interrupts=(),
+    )
+
+
+def get_state(graph: Pregel, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
+    merged, _ = graph._resolve(config)
+    saver = _saver_or_raise(graph, merged)
+    saved = saver.get_tuple(merged)
+    if saved is None:
+        _raise_if_addressed(merged)
+        return _empty_snapshot(config)
+    snapshot = snapshot_from(graph, saved, live=True, saver=saver)
+    if subgraphs:
+        snapshot = _with_subgraph_states(graph, snapshot, merged)
+    return snapshot
+
+
+def _with_subgraph_states(graph: Pregel, snapshot: StateSnapshot, config: RunnableConfig) -> StateSnapshot:
+    subgraphs = dict(graph.get_subgraphs())
+    tasks = []
+    for task in snapshot.tasks:
+        sub = subgraphs.get(task.name)
+        if sub is not None and isinstance(task.state, dict):
+            child_config = {
+                CONF: {**config.get(CONF, {}), **task.state[CONF]},
+            }
+            child_config[CONF].pop(CONFIG_KEY_CHECKPOINT_ID, None)
+            state = get_state(sub, child_config, subgraphs=True)  # type: ignore[arg-type]
+            if state.metadata is not None:
+                task = task._replace(state=state)
+        tasks.append(task)
+    return snapshot._replace(tasks=tuple(tasks))
+
+
+def _raise_if_addressed(config: RunnableConfig) -> None:
+    checkpoint_id = config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID)
+    if checkpoint_id:
+        from engine.errors import CheckpointNotFoundError  # noqa: PLC0415
+
+        raise CheckpointNotFoundError(
+            error_message(
+                f"Checkpoint {checkpoint_id!r} does not exist on thread "
+                f"{config.get(CONF, {}).get(CONFIG_KEY_THREAD_ID)!r}",
+                ErrorCode.CHECKPOINT_NOT_FOUND,
+            )
+        )
+
+
+async def aget_state(graph: Pregel, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
+    merged, _ = graph._resolve(config)
+    saver = _saver_or_raise(graph, merged)
+    saved = await saver.aget_tuple(merged)
+    if saved is None:
+        _raise_if_addressed(merged)
+        return _empty_snapshot(config)
+    snapshot = snapshot_from(graph, saved, live=True, saver=saver)
+    if subgraphs:
+        snapshot = _with_subgraph_states(graph, snapshot, merged)
+    return snapshot
+
+
+def _history_config(config: RunnableConfig) -> RunnableConfig:
+    conf = dict(config.get(CONF, {}))
+    conf.setdefault(CONFIG_KEY_CHECKPOINT_NS, "")
+    return {CONF: conf}
+
+
+def get_state_history(
+    graph: Pregel,
+    config: RunnableConfig,
+    *,
+    filter: dict[str, Any] | None = None,
+    before: RunnableConfig | None = None,
+    limit: int | None = None,
+) -> Iterator[StateSnapshot]:
+    merged, _ = graph._resolve(config)
+    saver = _saver_or_raise(graph, merged)
+    for saved in saver.list(_history_config(merged), filter=filter, before=before, limit=limit):
+        yield snapshot_from(graph, saved, live=False, saver=saver)
+
+
+async def aget_state_history(
+    graph: Pregel,
+    config: RunnableConfig,
+    *,
+    filter: dict[str, Any] | None = None,
+    before: RunnableConfig | None = None,
+    limit: int | None = None,
+) -> AsyncIterator[StateSnapshot]:
+    merged, _ = graph._resolve(config)
+    saver = _saver_or_raise(graph, merged)
+    async for saved in saver.alist(_history_config(merged), filter=filter, before=before, limit=limit):
+        yield snapshot_from(graph, saved, live=False, saver=saver)
+
+
+def infer_as_node(graph: Pregel, checkpoint: Checkpoint) -> str | None:
+    """The node whose writes are newest, when that is unambiguous."""
+    if len(graph.nodes) == 1:
+        return next(iter(graph.nodes))
+    seen = checkpoint["versions_seen"]
+    last: list[tuple[Any, str]] = sorted(
+        (version, name)
+        for name, versions in seen.items()
+        if name in graph.nodes
+        for version in versions.values()
+    )
+    if not last:
+        if isinstance(graph.input_channels, str) and graph.input_channels in graph.nodes:
+            return graph.input_channels
+        return None
+    if len(last) == 1 or last[-1][0] != last[-2][0]:
+        return last[-1][1]
+    return None
+
+
+class _UpdatePlan:
+    """An update computed against a loaded checkpoint, ready to save."""
+
+    __slots__ = ("checkpoint", "metadata", "new_versions", "parent_config", "task_writes")
+
+    def __init__(self) -> None:
+        self.checkpoint: Checkpoint = empty_checkpoint()
+        self.metadata: dict[str, Any] = {}
+        self.new_versions: dict[str, Any] = {}
+        self.parent_config: RunnableConfig = {}
+        self.task_writes: list[tuple[str, Sequence[tuple[str, Any]]]] = []
+
+
+def plan_update(
+    graph: Pregel,
+    saver: BaseCheckpointSaver,
+    config: RunnableConfig,
+    saved: CheckpointTuple | None,
+    values: Any,
+    as_node: str | None,
+    task_id: str | None,
+) -> _UpdatePlan:
+    conf = config.get(CONF, {})
+    thread_id = conf.get(CONFIG_KEY_THREAD_ID)
+    ns = conf.get(CONFIG_KEY_CHECKPOINT_NS, "") or ""
+    if saved is None:
+        _raise_if_addressed(config)
+        checkpoint = empty_checkpoint()
+        step = -1
+        parent_conf: dict[str, Any] = {CONFIG_KEY_THREAD_ID: thread_id, CONFIG_KEY_CHECKPOINT_NS: ns}
+        parents: dict[str, Any] = {}
+    else:
+        checkpoint = _copy_for_read(saved.checkpoint)
+        graph.migrate_checkpoint(checkpoint)
+        step = saved.metadata.get("step", -1)
+        parent_conf = {
+            CONFIG_KEY_THREAD_ID: thread_id,
+            CONFIG_KEY_CHECKPOINT_NS: ns,
+            CONFIG_KEY_CHECKPOINT_ID: saved.checkpoint["id"],
+        }
+        parents = dict(saved.metadata.get("parents", {}))
+    channels = _channels(graph, saved.checkpoint if saved is not None else checkpoint)
+    previous_versions = dict(checkpoint["channel_versions"])
+    plan = _UpdatePlan()
+    plan.parent_config = {CONF: parent_conf}
+    max_version = max(previous_versions.values()) if previous_versions else None
+
+    def next_version() -> Any:
+        return saver.get_next_version(max_version)
+
+    if as_node is None:
+        as_node = infer_as_node(graph, checkpoint)
+        if as_node is None:
+            raise InvalidUpdateError(
+                error_message(
+                    "Ambiguous update, specify as_node: several nodes wrote the state in "
+                    "the last step.",
+                    ErrorCode.INVALID_CONCURRENT_GRAPH_UPDATE,
+                )
+            )
+    if as_node == END:
+        if values is not None:
+            raise InvalidUpdateError("Cannot apply values when as_node is END")
+        # finish the thread: mark every pending task as seen, write nothing
+        tasks = prepare_next_tasks(checkpoint, graph.nodes, channels, step + 1, checkpoint_ns=ns, for_execution=False)
+        writes: list[PregelTaskWrites | PregelExecutableTask] = list(tasks.values())
+    elif as_node == INPUT or (as_node == START and START not in graph.nodes):
+        input_writes = graph.map_input(values)
+        if not input_writes:
+            raise InvalidUpdateError(f"Received no input writes for {graph.input_channels!r}")
+        writes = [PregelTaskWrites((), INPUT, input_writes, ())]
+    else:
+        node = graph.nodes.get(as_node)
+        if node is None:
+            raise InvalidUpdateError(
+                error_message(
+                    f"Node {as_node!r} does not exist (nodes: {sorted(graph.nodes)})",
+                    ErrorCode.INVALID_GRAPH,
+                )
+            )
+        if not node.writers:
+            raise InvalidUpdateError(f"Node {as_node!r} has no writers")
+        update_task_id = task_id or _task_id_for_update(graph, checkpoint, channels, step, ns, as_node)
+        task = PregelExecutableTask(
+            name=as_node,
+            input=values,
+            node=node,
+            triggers=(INTERRUPT,),
+            id=update_task_id,
+            path=(INTERRUPT, 0),
+            ns=ns,
+        )
+
+        def read_fresh(keys: Sequence[str]) -> dict[str, Any]:
+            return graph.read_fresh(channels, task, keys)
+
+        graph.validate_update(as_node, values)
+        for writer in node.writers:
+            writer(task, values, read_fresh)
+        writes = [task]
+        plan.task_writes.append((update_task_id, list(task.writes)))
+    bumped: set[str] = set()
+    apply_writes(
+        checkpoint,
+        channels,
+        writes,
+        next_version,
+        graph.trigger_to_nodes,
+        bumped=bumped,
+    )
+    new_values = dict(checkpoint["channel_values"])
+    for chan in bumped:
+        value = channels[chan].checkpoint()
+        if value is MISSING:
+            new_values.pop(chan, None)
+        else:
+            new_values[chan] = value
+    checkpoint["channel_values"] = new_values
+    checkpoint["id"] = new_checkpoint_id(step + 1)
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    checkpoint["ts"] = datetime.now(UTC).isoformat()
+    checkpoint["updated_channels"] = sorted(bumped)
+    if graph.schema_version is not None:
+        checkpoint["schema_version"] = graph.schema_version
+    plan.checkpoint = checkpoint
+    plan.new_versions = {c: checkpoint["channel_versions"][c] for c in bumped if c in checkpoint["channel_versions"]}
+    plan.metadata = {
+        "source": "update",
+        "step": step + 1,
+        "parents": parents,
+        "writes": {as_node: values} if as_node not in (END,) else None,
+    }
+    return plan
+
+
+def _task_id_for_update(
+    graph: Pregel,
+    checkpoint: Checkpoint,
+    channels: dict[str, BaseChannel[Any, Any, Any]],
+    step: int,
+    ns: str,
+    as_node: str,
+) -> str:
+    tasks = prepare_next_tasks(
+        checkpoint, graph.nodes, channels, step + 1, checkpoint_ns=ns, for_execution=False
+    )
+    for task in tasks.values():
+        if task.name == as_node:
+            return task.id
+    return task_id_for(checkpoint["id"], ns, "update", as_node)
+
+
+def update_state(
+    graph: Pregel,
+    config: RunnableConfig,
+    values: Any,
+    *,
+    as_node: str | None = None,
+    task_id: str | None = None,
+) -> RunnableConfig:
+    merged, _ = graph._resolve(config)
+    saver = _saver_or_raise(graph, merged)
+    saved = saver.get_tuple(merged)
+    plan = plan_update(graph, saver, merged, saved, values, as_node, task_id)
+    for tid, writes in plan.task_writes:
+        if saved is not None and writes:
+            saver.put_writes(plan.parent_config, writes, tid)
+    return saver.put(plan.parent_config, plan.checkpoint, plan.metadata, plan.new_versions)  # type: ignore[arg-type]
+
+
+async def aupdate_state(
+    graph: Pregel,
+    config: RunnableConfig,
+    values: Any,
+    *,
+    as_node: str | None = None,
+    task_id: str | None = None,
+) -> RunnableConfig:
+    merged, _ = graph._resolve(config)
+    saver = _saver_or_raise(graph, merged)
+    saved = await saver.aget_tuple(merged)
+    plan = plan_update(graph, saver, merged, saved, values, as_node, task_id)
+    for tid, writes in plan.task_writes:
+        if saved is not None and writes:
+            await saver.aput_writes(plan.parent_config, writes, tid)
+    return await saver.aput(plan.parent_config, plan.checkpoint, plan.metadata, plan.new_versions)  # type: ignore[arg-type]

@@ -1,0 +1,813 @@
+"""Pregel: the compiled graph's public surface (invoke, stream, state, history, update).
+
+It stays thin: runs are driven by ``_loop.PregelLoop`` and ``_runner``; state
+reads and writes for time travel live in ``_state``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from engine._internal._config import merge_configs, resolve_parent_config
+from engine._internal._constants import (
+    CONF,
+    CONFIG_KEY_CHECKPOINT_ID,
+    CONFIG_KEY_CHECKPOINT_NS,
+    CONFIG_KEY_CHECKPOINTER,
+    CONFIG_KEY_THREAD_ID,
+    END,
+    INTERRUPT,
+    NO_WRITES,
+    TASKS,
+)
+from engine._internal._scope import TaskScope, current_scope
+from engine._internal._typing import MISSING, RunnableConfig
+from engine.channels.base import BaseChannel
+from engine.checkpoint.base import BaseCheckpointSaver, Checkpoint, CheckpointTuple, require_thread_id
+from engine.errors import (
+    ErrorCode,
+    GraphInterrupt,
+    GraphRecursionError,
+    error_message,
+)
+from engine.pregel._algo import PregelExecutableTask
+from engine.pregel._io import format_chunk, map_input, with_interrupts, writes_update
+from engine.pregel._loop import PregelLoop, StreamChunk
+from engine.pregel._persist import AsyncPersistence, SyncPersistence
+from engine.pregel._read import PregelNode
+from engine.pregel._runner import arun_step, run_step
+from engine.runtime import Runtime
+from engine.types import All, Command, Durability, Send, StateSnapshot, StreamMode
+
+__all__ = ("Pregel",)
+
+_LIVE_MODES = frozenset({"custom", "messages"})
+
+
+class Pregel:
+    """A compiled graph: nodes subscribed to channels, run in super-steps.
+
+    Usually built by ``StateGraph.compile()``; the constructor is public for
+    graphs written directly against channels.
+    """
+
+    def __init__(
+        self,
+        *,
+        nodes: Mapping[str, PregelNode],
+        channels: Mapping[str, BaseChannel[Any, Any, Any]],
+        input_channels: str | Sequence[str],
+        output_channels: str | Sequence[str],
+        stream_channels: str | Sequence[str] | None = None,
+        stream_mode: StreamMode = "values",
+        interrupt_before_nodes: All | Sequence[str] = (),
+        interrupt_after_nodes: All | Sequence[str] = (),
+        checkpointer: BaseCheckpointSaver | bool | None = None,
+        store: Any = None,
+        cache: Any = None,
+        retry_policy: Sequence[Any] = (),
+        context_schema: type[Any] | None = None,
+        name: str = "LangGraph",
+        debug: bool = False,
+        config: RunnableConfig | None = None,
+    ) -> None:
+        self.nodes = dict(nodes)
+        self.channels = dict(channels)
+        for key, channel in self.channels.items():
+            channel.key = key
+        self.input_channels = input_channels
+        self.output_channels = output_channels
+        self.stream_channels = stream_channels if stream_channels is not None else output_channels
+        self.stream_mode = stream_mode
+        self.interrupt_before_nodes = interrupt_before_nodes
+        self.interrupt_after_nodes = interrupt_after_nodes
+        self.checkpointer = checkpointer
+        self.store = store
+        self.cache = cache
+        self.retry_policy = tuple(retry_policy)
+        self.context_schema = context_schema
+        self.name = name
+        self.debug = debug
+        self.config = config
+        self.schema_version: int | None = None
+        self._index()
+
+    def _index(self) -> None:
+        """Precompute what the hot path looks up: subscribers per channel, special channels."""
+        trigger_to_nodes: dict[str, list[str]] = {}
+        for name, node in self.nodes.items():
+            for trigger in node.triggers:
+                trigger_to_nodes.setdefault(trigger, []).append(name)
+        self.trigger_to_nodes: dict[str, tuple[str, ...]] = {
+            k: tuple(sorted(v)) for k, v in trigger_to_nodes.items()
+        }
+        self.ephemeral_channels = tuple(
+            k for k, ch in self.channels.items() if ch.clears_when_idle
+        )
+        self.finisher_channels = tuple(
+            k for k, ch in self.channels.items() if type(ch).finish is not BaseChannel.finish
+        )
+        out = self.output_channels
+        self.output_channel_set = frozenset((out,) if isinstance(out, str) else out)
+
+    # -- hooks overridden by CompiledStateGraph --------------------------------------
+
+    def map_input(self, input: Any) -> list[tuple[str, Any]]:
+        return map_input(self.input_channels, input)
+
+    def map_command(self, command: Command[Any]) -> list[tuple[str, Any]]:
+        writes: list[tuple[str, Any]] = []
+        for target in command.goto_targets():
+            if isinstance(target, Send):
+                writes.append((TASKS, target))
+            elif target != END:
+                raise ValueError(f"Command(goto={target!r}) is not supported by this graph")
+        writes.extend(command._update_as_tuples())
+        return writes
+
+    def map_output(self, values: Any) -> Any:
+        return values
+
+    def task_update(self, task: PregelExecutableTask) -> Any:
+        return writes_update(task.writes, self.output_channel_set)
+
+    def input_metadata(self, input: Any) -> dict[str, Any]:
+        return {"__start__": input}
+
+    def read_fresh(
+        self,
+        channels: Mapping[str, BaseChannel[Any, Any, Any]],
+        task: PregelExecutableTask,
+        keys: Sequence[str],
+    ) -> dict[str, Any]:
+        """State as it will be once ``task``'s own writes are applied (for routing)."""
+        written: dict[str, list[Any]] = {}
+        for chan, value in task.writes:
+            if chan in channels:
+                written.setdefault(chan, []).append(value)
+        values: dict[str, Any] = {}
+        for key in keys:
+            channel = channels[key]
+            if key in written:
+                channel = channel.copy()
+                channel.update(written[key])
+            value = channel.peek()
+            if value is not MISSING:
+                values[key] = value
+        return values
+
+    def migrate_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """Bring a checkpoint saved under an older schema up to date (see StateGraph)."""
+
+    # -- configuration -------------------------------------------------------------
+
+    def with_config(self, config: RunnableConfig | None = None, **kwargs: Any) -> Pregel:
+        """A copy of this graph that merges ``config`` into every call's config."""
+        clone = self.copy()
+        clone.config = merge_configs(self.config, config, kwargs or None)  # type: ignore[arg-type]
+        return clone
+
+    def copy(self, **updates: Any) -> Pregel:
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone.__dict__.update(updates)
+        return clone
+
+    def get_subgraphs(self, *, namespace: str | None = None, recurse: bool = False) -> Iterator[tuple[str, Pregel]]:
+        """Compiled graphs used as nodes (``(name, graph)`` pairs)."""
+        for name, node in self.nodes.items():
+            if namespace is not None and not namespace.startswith(name):
+                continue
+            for graph in node.subgraphs:
+                yield name, graph
+                if recurse:
+                    for sub_name, sub in graph.get_subgraphs(recurse=True):
+                        yield f"{name}|{sub_name}", sub
+
+    def _saver(self, config: RunnableConfig) -> BaseCheckpointSaver | None:
+        checkpointer = self.checkpointer
+        if isinstance(checkpointer, BaseCheckpointSaver):
+            return checkpointer
+        if checkpointer is False:
+            return None
+        inherited = config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINTER)
+        return inherited if isinstance(inherited, BaseCheckpointSaver) else None
+
+    def _resolve(
+        self, config: RunnableConfig | None
+    ) -> tuple[RunnableConfig, TaskScope | None]:
+        parent = current_scope()
+        base: RunnableConfig | None = None
+        if parent is not None:
+            base = resolve_parent_config(parent, self)
+        merged = merge_configs(self.config, base, config)
+        merged.setdefault("recursion_limit", 25)
+        limit = merged["recursion_limit"]
+        if not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"recursion_limit must be a positive int, got {limit!r}")
+        return merged, parent
+
+    # -- running ---------------------------------------------------------------------
+
+    def _make_loop(
+        self,
+        input: Any,
+        config: RunnableConfig | None,
+        *,
+        context: Any,
+        modes: frozenset[str],
+        sink: Callable[[StreamChunk], None],
+        output_keys: str | Sequence[str] | None,
+        interrupt_before: All | Sequence[str] | None,
+        interrupt_after: All | Sequence[str] | None,
+        durability: Durability | None,
+        is_async: bool,
+    ) -> PregelLoop:
+        merged, parent = self._resolve(config)
+        saver = self._saver(merged)
+        conf = merged.setdefault(CONF, {})  # type: ignore[typeddict-item]
+        if saver is not None:
+            require_thread_id(merged, "A graph compiled with a checkpointer")
+            conf[CONFIG_KEY_CHECKPOINTER] = saver
+        durability = durability or conf.get("__engine_durability") or "async"
+        if durability not in ("sync", "async", "exit"):
+            raise ValueError(f"durability must be 'sync', 'async' or 'exit', got {durability!r}")
+        conf["__engine_durability"] = durability
+        persistence: SyncPersistence | AsyncPersistence | None = None
+        if saver is not None:
+            background = durability == "async"
+            persistence = (
+                AsyncPersistence(saver, background) if is_async else SyncPersistence(saver, background)
+            )
+        runtime = self._runtime(merged, context, sink, parent)
+        ns: tuple[str, ...] = ()
+        checkpoint_ns = conf.get(CONFIG_KEY_CHECKPOINT_NS, "")
+        if checkpoint_ns:
+            ns = tuple(checkpoint_ns.split("|"))
+        loop = PregelLoop(
+            self,
+            input=input,
+            config=merged,
+            checkpointer=saver,
+            persistence=persistence,
+            durability=durability,
+            modes=modes,
+            sink=sink,
+            ns=ns,
+            interrupt_before=interrupt_before if interrupt_before is not None else self.interrupt_before_nodes,
+            interrupt_after=interrupt_after if interrupt_after is not None else self.interrupt_after_nodes,
+            runtime=runtime,
+            is_nested=parent is not None,
+            output_keys=output_keys if output_keys is not None else self.output_channels,
+            stream_keys=self.stream_channels,
+        )
+        loop.parent_scope = parent
+        return loop
+
+    def _runtime(
+        self,
+        config: RunnableConfig,
+        context: Any,
+        sink: Callable[[StreamChunk], None],
+        parent: TaskScope | None,
+    ) -> Runtime[Any]:
+        conf = config.get(CONF, {})
+        ns_str = conf.get(CONFIG_KEY_CHECKPOINT_NS, "")
+        ns = tuple(ns_str.split("|")) if ns_str else ()
+        inherited: Runtime[Any] | None = parent.runtime if parent is not None else None
+        if context is None and inherited is not None:
+            context = inherited.context
+        if context is not None and self.context_schema is not None:
+            context = _coerce_context(self.context_schema, context)
+        store = self.store if self.store is not None else (inherited.store if inherited else None)
+
+        def writer(chunk: Any) -> None:
+            sink((ns, "custom", chunk))
+
+        return Runtime(
+            context=context,
+            store=store,
+            stream_writer=writer,
+            previous=None,
+            thread_id=conf.get(CONFIG_KEY_THREAD_ID),
+            run_id=str(config["run_id"]) if config.get("run_id") is not None else None,
+        )
+
+    def _load(self, loop: PregelLoop) -> tuple[CheckpointTuple | None, str | None]:
+        saver = loop.checkpointer
+        if saver is None:
+            return None, None
+        config = loop.config
+        saved = saver.get_tuple(config)
+        head = _head_id(saver, config, saved)
+        _check_found(config, saved)
+        return saved, head
+
+    async def _aload(self, loop: PregelLoop) -> tuple[CheckpointTuple | None, str | None]:
+        saver = loop.checkpointer
+        if saver is None:
+            return None, None
+        config = loop.config
+        saved = await saver.aget_tuple(config)
+        head = None
+        if config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID) and saved is not None:
+            latest = await saver.aget_tuple(_without_checkpoint_id(config))
+            head = latest.checkpoint["id"] if latest is not None else None
+        _check_found(config, saved)
+        return saved, head
+
+    def stream(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        context: Any = None,
+        stream_mode: StreamMode | Sequence[StreamMode] | None = None,
+        print_mode: StreamMode | Sequence[StreamMode] = (),
+        output_keys: str | Sequence[str] | None = None,
+        interrupt_before: All | Sequence[str] | None = None,
+        interrupt_after: All | Sequence[str] | None = None,
+        durability: Durability | None = None,
+        subgraphs: bool = False,
+        debug: bool | None = None,
+        **kwargs: Any,
+    ) -> Iterator[Any]:
+        """Run the graph and yield chunks as it goes (see ``stream_mode``).
+
+        With one mode the chunks are that mode's payloads; with several they are
+        ``(mode, payload)`` pairs; ``subgraphs=True`` prefixes the namespace.
+        """
+        modes, single = _modes(stream_mode if stream_mode is not None else self.stream_mode)
+        chunks: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        sink = chunks.put
+        loop = self._make_loop(
+            input,
+            config,
+            context=context,
+            modes=modes,
+            sink=sink,
+            output_keys=output_keys,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            durability=durability,
+            is_async=False,
+        )
+        live = bool(modes & _LIVE_MODES)
+        for ns, mode, payload in self._drive(loop, chunks, live):
+            if ns and not subgraphs:
+                continue
+            yield format_chunk(ns, mode, payload, single_mode=single, subgraphs=subgraphs)
+
+    def _drive(
+        self, loop: PregelLoop, chunks: queue.SimpleQueue[Any] | None, live: bool
+    ) -> Iterator[StreamChunk]:
+        saved, head = self._load(loop)
+        try:
+            loop.start(saved, head)
+            if chunks is not None:
+                yield from _drain(chunks)
+            sync_saves = loop.durability == "sync" and loop.persistence is not None
+            while loop.tick():
+                yield from run_step(loop, chunks, live)
+                if loop.status == "interrupted":
+                    break
+                loop.after_tick()
+                if chunks is not None:
+                    yield from _drain(chunks)
+                if loop.status == "interrupt_after":
+                    break
+                if sync_saves:
+                    loop.persistence.flush()  # type: ignore[union-attr]
+            loop.finish()
+        except BaseException:
+            _flush_quietly(loop)
+            raise
+        if chunks is not None:
+            yield from _drain(chunks)
+        yield from self._closing_chunks(loop)
+
+    def _closing_chunks(self, loop: PregelLoop) -> Iterator[StreamChunk]:
+        if loop.status == "out_of_steps":
+            raise GraphRecursionError(
+                error_message(
+                    f"Recursion limit of {loop.recursion_limit} reached without hitting a stop "
+                    "condition. You can increase the limit by setting the `recursion_limit` "
+                    "config key.",
+                    ErrorCode.GRAPH_RECURSION_LIMIT,
+                )
+            )
+        if loop.interrupts and "values" in loop.modes:
+            yield (loop.ns, "values", with_interrupts(loop.output_values(loop.stream_keys), loop.interrupts))
+        if loop.is_nested and loop.status in ("interrupted", "interrupt_before", "interrupt_after"):
+            raise GraphInterrupt(loop.interrupts)
+
+    def invoke(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        context: Any = None,
+        stream_mode: StreamMode = "values",
+        print_mode: StreamMode | Sequence[StreamMode] = (),
+        output_keys: str | Sequence[str] | None = None,
+        interrupt_before: All | Sequence[str] | None = None,
+        interrupt_after: All | Sequence[str] | None = None,
+        durability: Durability | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Run the graph to completion (or to an interrupt) and return its output.
+
+        When the run pauses, the output also holds ``"__interrupt__"``: the list of
+        pending :class:`~engine.types.Interrupt` objects.
+        """
+        if stream_mode != "values":
+            chunks = list(
+                self.stream(
+                    input,
+                    config,
+                    context=context,
+                    stream_mode=stream_mode,
+                    output_keys=output_keys,
+                    interrupt_before=interrupt_before,
+                    interrupt_after=interrupt_after,
+                    durability=durability,
+                )
+            )
+            return chunks
+        parent = current_scope()
+        forward = _parent_sink(parent)
+        loop = self._make_loop(
+            input,
+            config,
+            context=context,
+            modes=forward[1] if forward else frozenset(),
+            sink=forward[0] if forward else _discard,
+            output_keys=output_keys,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            durability=durability,
+            is_async=False,
+        )
+        for _ in self._drive(loop, None, False):
+            pass
+        return loop.output()
+
+    async def ainvoke(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        context: Any = None,
+        stream_mode: StreamMode = "values",
+        print_mode: StreamMode | Sequence[StreamMode] = (),
+        output_keys: str | Sequence[str] | None = None,
+        interrupt_before: All | Sequence[str] | None = None,
+        interrupt_after: All | Sequence[str] | None = None,
+        durability: Durability | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Async twin of :meth:`invoke`."""
+        if stream_mode != "values":
+            return [
+                chunk
+                async for chunk in self.astream(
+                    input,
+                    config,
+                    context=context,
+                    stream_mode=stream_mode,
+                    output_keys=output_keys,
+                    interrupt_before=interrupt_before,
+                    interrupt_after=interrupt_after,
+                    durability=durability,
+                )
+            ]
+        parent = current_scope()
+        forward = _parent_sink(parent)
+        loop = self._make_loop(
+            input,
+            config,
+            context=context,
+            modes=forward[1] if forward else frozenset(),
+            sink=forward[0] if forward else _discard,
+            output_keys=output_keys,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            durability=durability,
+            is_async=True,
+        )
+        async for _ in self._adrive(loop, None):
+            pass
+        return loop.output()
+
+    async def astream(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        context: Any = None,
+        stream_mode: StreamMode | Sequence[StreamMode] | None = None,
+        print_mode: StreamMode | Sequence[StreamMode] = (),
+        output_keys: str | Sequence[str] | None = None,
+        interrupt_before: All | Sequence[str] | None = None,
+        interrupt_after: All | Sequence[str] | None = None,
+        durability: Durability | None = None,
+        subgraphs: bool = False,
+        debug: bool | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        """Async twin of :meth:`stream`."""
+        modes, single = _modes(stream_mode if stream_mode is not None else self.stream_mode)
+        chunks: asyncio.Queue[Any] = asyncio.Queue()
+        event_loop = asyncio.get_running_loop()
+        owner = threading.get_ident()
+
+        def sink(item: StreamChunk) -> None:
+            if threading.get_ident() == owner:
+                chunks.put_nowait(item)
+            else:
+                event_loop.call_soon_threadsafe(chunks.put_nowait, item)
+
+        loop = self._make_loop(
+            input,
+            config,
+            context=context,
+            modes=modes,
+            sink=sink,
+            output_keys=output_keys,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            durability=durability,
+            is_async=True,
+        )
+        async for ns, mode, payload in self._adrive(loop, chunks):
+            if ns and not subgraphs:
+                continue
+            yield format_chunk(ns, mode, payload, single_mode=single, subgraphs=subgraphs)
+
+    async def _adrive(
+        self, loop: PregelLoop, chunks: asyncio.Queue[Any] | None
+    ) -> AsyncIterator[StreamChunk]:
+        saved, head = await self._aload(loop)
+        persistence = loop.persistence
+        try:
+            loop.start(saved, head)
+            if chunks is not None:
+                for item in _adrain(chunks):
+                    yield item
+            while loop.tick():
+                async for item in arun_step(loop, chunks):
+                    yield item
+                if loop.status == "interrupted":
+                    break
+                loop.after_tick()
+                if chunks is not None:
+                    for item in _adrain(chunks):
+                        yield item
+                if loop.status == "interrupt_after":
+                    break
+                if isinstance(persistence, AsyncPersistence) and (
+                    loop.durability == "sync" or persistence.needs_backpressure
+                ):
+                    await persistence.aflush()
+            loop.finish()
+            if isinstance(persistence, AsyncPersistence):
+                await persistence.aflush()
+        except BaseException:
+            if isinstance(persistence, AsyncPersistence):
+                try:
+                    await persistence.aflush()
+                except BaseException:  # noqa: BLE001 - the run's own error wins
+                    pass
+            raise
+        if chunks is not None:
+            for item in _adrain(chunks):
+                yield item
+        for item in self._closing_chunks(loop):
+            yield item
+
+    def batch(
+        self,
+        inputs: Sequence[Any],
+        config: RunnableConfig | Sequence[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Any]:
+        """Invoke the graph once per input (configs may be given per input)."""
+        configs = _configs_for(inputs, config)
+        results: list[Any] = []
+        for item, cfg in zip(inputs, configs, strict=True):
+            try:
+                results.append(self.invoke(item, cfg, **kwargs))
+            except Exception as exc:
+                if not return_exceptions:
+                    raise
+                results.append(exc)
+        return results
+
+    async def abatch(
+        self,
+        inputs: Sequence[Any],
+        config: RunnableConfig | Sequence[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Any]:
+        """Async twin of :meth:`batch`; inputs run concurrently."""
+        configs = _configs_for(inputs, config)
+        return list(
+            await asyncio.gather(
+                *(self.ainvoke(i, c, **kwargs) for i, c in zip(inputs, configs, strict=True)),
+                return_exceptions=return_exceptions,
+            )
+        )
+
+    # -- state (time travel) -------------------------------------------------------
+
+    def get_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
+        """The thread's state at the addressed (or latest) checkpoint."""
+        from engine.pregel import _state  # noqa: PLC0415 - keeps import graph small
+
+        return _state.get_state(self, config, subgraphs=subgraphs)
+
+    async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
+        from engine.pregel import _state  # noqa: PLC0415
+
+        return await _state.aget_state(self, config, subgraphs=subgraphs)
+
+    def get_state_history(
+        self,
+        config: RunnableConfig,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[StateSnapshot]:
+        """Snapshots of the thread's checkpoints, newest first."""
+        from engine.pregel import _state  # noqa: PLC0415
+
+        return _state.get_state_history(self, config, filter=filter, before=before, limit=limit)
+
+    async def aget_state_history(
+        self,
+        config: RunnableConfig,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[StateSnapshot]:
+        from engine.pregel import _state  # noqa: PLC0415
+
+        async for snapshot in _state.aget_state_history(
+            self, config, filter=filter, before=before, limit=limit
+        ):
+            yield snapshot
+
+    def update_state(
+        self,
+        config: RunnableConfig,
+        values: dict[str, Any] | Any | None,
+        as_node: str | None = None,
+        task_id: str | None = None,
+    ) -> RunnableConfig:
+        """Write ``values`` as if node ``as_node`` returned them; returns the new checkpoint's config.
+
+        From a past checkpoint this creates a branch (a fork) of the thread.
+        """
+        from engine.pregel import _state  # noqa: PLC0415
+
+        return _state.update_state(self, config, values, as_node=as_node, task_id=task_id)
+
+    async def aupdate_state(
+        self,
+        config: RunnableConfig,
+        values: dict[str, Any] | Any | None,
+        as_node: str | None = None,
+        task_id: str | None = None,
+    ) -> RunnableConfig:
+        from engine.pregel import _state  # noqa: PLC0415
+
+        return await _state.aupdate_state(self, config, values, as_node=as_node, task_id=task_id)
+
+    # -- drawing -------------------------------------------------------------------
+
+    def get_graph(self, config: RunnableConfig | None = None, *, xray: int | bool = False) -> Any:
+        """Drawing data: nodes and edges (conditional ones marked)."""
+        from engine.pregel._draw import draw_graph  # noqa: PLC0415
+
+        return draw_graph(self, xray=xray)
+
+    def draw_mermaid(self, **kwargs: Any) -> str:
+        return str(self.get_graph().draw_mermaid(**kwargs))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, nodes={list(self.nodes)!r})"
+
+
+def _modes(stream_mode: StreamMode | Sequence[StreamMode]) -> tuple[frozenset[str], bool]:
+    if isinstance(stream_mode, str):
+        modes = frozenset((stream_mode,))
+        single = True
+    else:
+        modes = frozenset(stream_mode)
+        single = False
+    unknown = modes - {"values", "updates", "checkpoints", "tasks", "debug", "messages", "custom"}
+    if unknown:
+        raise ValueError(f"Unknown stream_mode {sorted(unknown)}")
+    return modes, single
+
+
+def _discard(_: StreamChunk) -> None:
+    return None
+
+
+def _drain(chunks: queue.SimpleQueue[Any]) -> Iterator[StreamChunk]:
+    while True:
+        try:
+            yield chunks.get_nowait()
+        except queue.Empty:
+            return
+
+
+def _adrain(chunks: asyncio.Queue[Any]) -> Iterator[StreamChunk]:
+    while not chunks.empty():
+        yield chunks.get_nowait()
+
+
+def _flush_quietly(loop: PregelLoop) -> None:
+    persistence = loop.persistence
+    if isinstance(persistence, SyncPersistence):
+        try:
+            persistence.flush()
+        except BaseException:  # noqa: BLE001 - the run's own error wins
+            pass
+
+
+def _parent_sink(
+    parent: TaskScope | None,
+) -> tuple[Callable[[StreamChunk], None], frozenset[str]] | None:
+    """A nested run forwards its chunks to the parent run's stream (namespaced)."""
+    if parent is None:
+        return None
+    return parent.stream_sink
+
+
+def _configs_for(
+    inputs: Sequence[Any], config: RunnableConfig | Sequence[RunnableConfig] | None
+) -> list[RunnableConfig | None]:
+    if config is None or isinstance(config, Mapping):
+        return [config] * len(inputs)  # type: ignore[list-item]
+    configs = list(config)
+    if len(configs) != len(inputs):
+        raise ValueError("batch() got a different number of configs and inputs")
+    return configs  # type: ignore[return-value]
+
+
+def _coerce_context(schema: type[Any], context: Any) -> Any:
+    if isinstance(context, schema):
+        return context
+    if isinstance(context, Mapping) and hasattr(schema, "model_validate"):
+        return schema.model_validate(context)
+    if isinstance(context, Mapping):
+        try:
+            return schema(**context)
+        except TypeError:
+            return context
+    return context
+
+
+def _without_checkpoint_id(config: RunnableConfig) -> RunnableConfig:
+    conf = {k: v for k, v in config.get(CONF, {}).items() if k != CONFIG_KEY_CHECKPOINT_ID}
+    return {**config, CONF: conf}
+
+
+def _head_id(
+    saver: BaseCheckpointSaver, config: RunnableConfig, saved: CheckpointTuple | None
+) -> str | None:
+    if saved is None:
+        return None
+    if not config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID):
+        return saved.checkpoint["id"]
+    latest = saver.get_tuple(_without_checkpoint_id(config))
+    return latest.checkpoint["id"] if latest is not None else None
+
+
+def _check_found(config: RunnableConfig, saved: CheckpointTuple | None) -> None:
+    checkpoint_id = config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID)
+    if checkpoint_id and saved is None:
+        from engine.errors import CheckpointNotFoundError  # noqa: PLC0415
+
+        raise CheckpointNotFoundError(
+            error_message(
+                f"Checkpoint {checkpoint_id!r} does not exist on thread "
+                f"{config.get(CONF, {}).get(CONFIG_KEY_THREAD_ID)!r}",
+                ErrorCode.CHECKPOINT_NOT_FOUND,
+            )
+        )
+
+
+_unused = (INTERRUPT, NO_WRITES)

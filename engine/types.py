@@ -1,0 +1,395 @@
+"""Public value types of the runtime: Send, Command, Interrupt, policies, snapshots.
+
+Mirrors ``langgraph.types``. ``interrupt()`` lives here too, as in LangGraph.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import (
+    Any,
+    ClassVar,
+    Generic,
+    Literal,
+    NamedTuple,
+    TypeVar,
+)
+
+from engine._internal._fields import object_update_items
+from engine._internal._scope import require_scope
+from engine._internal._typing import MISSING, RunnableConfig
+from engine.errors import GraphInterrupt, SerializationError
+
+__all__ = (
+    "All",
+    "CachePolicy",
+    "Checkpointer",
+    "Command",
+    "Durability",
+    "Interrupt",
+    "Overwrite",
+    "PregelTask",
+    "RetryPolicy",
+    "Send",
+    "StateSnapshot",
+    "StateUpdate",
+    "StreamMode",
+    "StreamWriter",
+    "TimeoutPolicy",
+    "default_retry_on",
+    "interrupt",
+)
+
+N = TypeVar("N")
+
+All = Literal["*"]
+"""Special value for ``interrupt_before`` / ``interrupt_after``: every node."""
+
+Durability = Literal["sync", "async", "exit"]
+"""When checkpoints are saved: before the next step (``sync``), while the next
+step runs (``async``, the default), or only when the run returns (``exit``)."""
+
+StreamMode = Literal["values", "updates", "checkpoints", "tasks", "debug", "messages", "custom"]
+"""What ``stream()`` yields; several may be asked for at once."""
+
+StreamWriter = Callable[[Any], None]
+"""Writes a chunk to the ``custom`` stream."""
+
+Checkpointer = Any
+"""A checkpoint saver, ``True`` (keep state across calls), ``False`` (none) or ``None`` (inherit)."""
+
+
+class Send:
+    """Run ``node`` in the next super-step with ``arg`` as its input (map-reduce fan-out).
+
+    Example::
+
+        def fan_out(state):
+            return [Send("research", {"topic": t}) for t in state["topics"]]
+    """
+
+    __slots__ = ("arg", "node")
+
+    def __init__(self, /, node: str, arg: Any) -> None:
+        self.node = node
+        self.arg = arg
+
+    def __hash__(self) -> int:
+        return hash((self.node, repr(self.arg)))
+
+    def __repr__(self) -> str:
+        return f"Send(node={self.node!r}, arg={self.arg!r})"
+
+    def __eq__(self, value: object) -> bool:
+        return isinstance(value, Send) and self.node == value.node and self.arg == value.arg
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Interrupt:
+    """A pause raised by ``interrupt(value)``; resume it with ``Command(resume=...)``."""
+
+    value: Any
+    """What the node asked (shown to the person who answers)."""
+
+    id: str = ""
+    """Stable id; ``Command(resume={id: answer})`` answers this interrupt only."""
+
+    response_schema: Any = None
+    """Optional JSON Schema of the expected answer."""
+
+    @classmethod
+    def from_ns(cls, value: Any, ns: str, index: int = 0) -> Interrupt:
+        """An interrupt whose id is derived from the task namespace and call index."""
+        return cls(value=value, id=interrupt_id(ns, index))
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Interrupt)
+            and self.id == other.id
+            and self.value == other.value
+        )
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+
+def interrupt_id(ns: str, index: int) -> str:
+    """Deterministic id of the ``index``-th ``interrupt()`` call in a task namespace."""
+    key = ns if index == 0 else f"{ns}#{index}"
+    return hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Overwrite:
+    """Write ``value`` to a reducer channel, replacing its value instead of reducing."""
+
+    value: Any
+
+
+@dataclass(slots=True)
+class Command(Generic[N]):
+    """Update state and choose where to go next, from a node; or resume a paused run.
+
+    Args:
+        graph: ``None`` for the current graph, ``Command.PARENT`` for the parent graph.
+        update: state update (dict, list of pairs, or a state object).
+        resume: answer for ``interrupt()``; a single value, or ``{interrupt_id: value}``.
+        goto: node name(s) or ``Send``(s) to run next.
+    """
+
+    graph: str | None = None
+    update: Any | None = None
+    resume: dict[str, Any] | Any | None = None
+    goto: Send | Sequence[Send | N] | N = ()
+
+    PARENT: ClassVar[Literal["__parent__"]] = "__parent__"
+
+    def __repr__(self) -> str:
+        parts = [
+            f"{name}={value!r}"
+            for name, value in (
+                ("graph", self.graph),
+                ("update", self.update),
+                ("resume", self.resume),
+                ("goto", self.goto),
+            )
+            if value
+        ]
+        return f"Command({', '.join(parts)})"
+
+    def _update_as_tuples(self) -> Sequence[tuple[str, Any]]:
+        update = self.update
+        if update is None:
+            return ()
+        if isinstance(update, dict):
+            return list(update.items())
+        if isinstance(update, (list, tuple)) and all(
+            isinstance(t, tuple) and len(t) == 2 and isinstance(t[0], str) for t in update
+        ):
+            return list(update)
+        items = object_update_items(update)
+        if items is None:
+            return [("__root__", update)]
+        return items
+
+    def goto_targets(self) -> list[Send | str]:
+        """``goto`` as a list of node names and Sends."""
+        goto = self.goto
+        if not goto and goto != 0:
+            return []
+        if isinstance(goto, (Send, str)):
+            return [goto]
+        return list(goto)  # type: ignore[arg-type]
+
+
+def default_retry_on(exc: Exception) -> bool:
+    """Retry transient failures; never retry programming errors.
+
+    Programming errors (``ValueError``, ``TypeError``, ``LookupError``...) fail at
+    once. HTTP client errors retry only on 5xx responses.
+    """
+    if isinstance(
+        exc,
+        (
+            ValueError,
+            TypeError,
+            ArithmeticError,
+            ImportError,
+            LookupError,
+            NameError,
+            SyntaxError,
+            RuntimeError,
+            ReferenceError,
+            StopIteration,
+            StopAsyncIteration,
+            OSError,
+        ),
+    ):
+        # Connection-level OSErrors are transient; other OSErrors are not.
+        return isinstance(exc, ConnectionError)
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    if isinstance(status, int) and type(exc).__module__.split(".")[0] in {"httpx", "requests"}:
+        return status >= 500
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How a failed node attempt is retried.
+
+    ``max_attempts`` counts the first attempt: ``max_attempts=3`` means one try and
+    two retries. Only exceptions matched by ``retry_on`` are retried; interrupts
+    never are. A failed attempt's writes are discarded.
+    """
+
+    initial_interval: float = 0.5
+    """Seconds before the first retry."""
+    backoff_factor: float = 2.0
+    """Multiplier of the interval after each retry."""
+    max_interval: float = 128.0
+    """Upper bound of the interval between retries, in seconds."""
+    max_attempts: int = 3
+    """Attempts in all, the first one included."""
+    jitter: bool = True
+    """Add up to one second of random jitter to each interval."""
+    retry_on: (
+        type[Exception] | Sequence[type[Exception]] | Callable[[Exception], bool]
+    ) = default_retry_on
+    """Exception types to retry, or a predicate."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_attempts, int) or self.max_attempts < 1:
+            raise ValueError(
+                f"RetryPolicy.max_attempts must be an int >= 1 (it counts the first "
+                f"attempt); got {self.max_attempts!r}"
+            )
+        if self.initial_interval < 0 or self.max_interval < 0 or self.backoff_factor < 1:
+            raise ValueError(
+                "RetryPolicy intervals must be >= 0 and backoff_factor >= 1; got "
+                f"initial_interval={self.initial_interval}, max_interval={self.max_interval}, "
+                f"backoff_factor={self.backoff_factor}"
+            )
+
+    def should_retry(self, exc: Exception) -> bool:
+        retry_on = self.retry_on
+        if isinstance(retry_on, type) and issubclass(retry_on, BaseException):
+            return isinstance(exc, retry_on)
+        if isinstance(retry_on, Sequence):
+            return isinstance(exc, tuple(retry_on))
+        return bool(retry_on(exc))
+
+    def interval(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
+        base = min(self.max_interval, self.initial_interval * self.backoff_factor ** (attempt - 1))
+        return base + (random.uniform(0, 1) if self.jitter else 0.0)
+
+
+def _default_cache_key(*args: Any, **kwargs: Any) -> str | bytes:
+    from engine._internal._cache_key import default_cache_key  # noqa: PLC0415
+
+    return default_cache_key(*args, **kwargs)
+
+
+@dataclass(frozen=True, slots=True)
+class CachePolicy(Generic[N]):
+    """Reuse a node's writes when it runs again on the same input."""
+
+    key_func: Callable[..., str | bytes] = _default_cache_key
+    """Maps the node's input to a cache key."""
+    ttl: int | None = None
+    """Seconds a cached result lives; ``None`` keeps it until cleared."""
+
+
+@dataclass(frozen=True, slots=True)
+class TimeoutPolicy:
+    """Limits for one attempt of an async node. Sync nodes cannot be timed out.
+
+    ``run_timeout`` caps the wall-clock time of an attempt; ``idle_timeout`` caps
+    the time without progress (a custom stream write or ``runtime.heartbeat()``).
+    """
+
+    run_timeout: float | None = None
+    idle_timeout: float | None = None
+    refresh_on: Literal["auto", "heartbeat"] = "auto"
+
+    def __post_init__(self) -> None:
+        for name in ("run_timeout", "idle_timeout"):
+            value = getattr(self, name)
+            if isinstance(value, timedelta):
+                object.__setattr__(self, name, value.total_seconds())
+                value = getattr(self, name)
+            if value is not None and (not isinstance(value, (int, float)) or value <= 0):
+                raise ValueError(f"TimeoutPolicy.{name} must be a positive number of seconds")
+        if self.run_timeout is None and self.idle_timeout is None:
+            raise ValueError("TimeoutPolicy needs run_timeout or idle_timeout")
+
+    @classmethod
+    def coerce(cls, value: float | timedelta | TimeoutPolicy | None) -> TimeoutPolicy | None:
+        if value is None or isinstance(value, TimeoutPolicy):
+            return value
+        if isinstance(value, timedelta):
+            return cls(run_timeout=value.total_seconds())
+        return cls(run_timeout=float(value))
+
+
+class PregelTask(NamedTuple):
+    """A task of a step, as shown in a :class:`StateSnapshot`."""
+
+    id: str
+    name: str
+    path: tuple[str | int | tuple[Any, ...], ...]
+    error: Exception | None = None
+    interrupts: tuple[Interrupt, ...] = ()
+    state: RunnableConfig | StateSnapshot | None = None
+    result: Any | None = None
+
+
+class StateSnapshot(NamedTuple):
+    """The state of a thread at one checkpoint."""
+
+    values: dict[str, Any] | Any
+    """Channel values at this checkpoint."""
+    next: tuple[str, ...]
+    """Nodes that run in the next step."""
+    config: RunnableConfig
+    """Config that addresses this checkpoint."""
+    metadata: dict[str, Any] | None
+    """Checkpoint metadata (source, step, parents...)."""
+    created_at: str | None
+    """ISO timestamp of the checkpoint."""
+    parent_config: RunnableConfig | None
+    """Config of the parent checkpoint, if any."""
+    tasks: tuple[PregelTask, ...]
+    """Tasks of the next step, with their results when they already ran."""
+    interrupts: tuple[Interrupt, ...] = ()
+    """Interrupts pending at this checkpoint."""
+
+
+class StateUpdate(NamedTuple):
+    """One update for ``bulk_update_state``."""
+
+    values: dict[str, Any] | None
+    as_node: str | None = None
+    task_id: str | None = None
+
+
+def interrupt(value: Any) -> Any:
+    """Pause the run and ask for input; returns the answer once the run resumes.
+
+    The first time a node reaches this call, the run stops and ``value`` is saved
+    and shown (``get_state().interrupts``). Resuming with ``Command(resume=answer)``
+    runs the node again from its start, and this call returns ``answer``. The n-th
+    ``interrupt()`` of a node returns the n-th answer. Code before the call runs
+    again on resume, so keep its side effects idempotent.
+
+    Requires a checkpointer. The signal is a ``BaseException``: ``except Exception``
+    does not catch it, and a caught signal is re-raised when the node returns.
+    """
+    scope = require_scope("interrupt()")
+    index = scope.interrupt_counter
+    scope.interrupt_counter += 1
+    if index < len(scope.resume):
+        return scope.resume[index]
+    answer = scope.take_null_resume()
+    if answer is not MISSING:
+        scope.resume.append(answer)
+        if scope.on_resume is not None:
+            scope.on_resume(list(scope.resume))
+        return answer
+    if scope.serde_check is not None:
+        try:
+            scope.serde_check(value)
+        except SerializationError as exc:
+            raise SerializationError(
+                f"interrupt() payload in node {scope.name!r} cannot be stored: {exc}"
+            ) from exc
+    pause = Interrupt.from_ns(value, scope.checkpoint_ns, index)
+    signal = GraphInterrupt([pause])
+    scope.interrupted = signal
+    raise signal
+
