@@ -13,7 +13,7 @@ __all__ = ("get_config", "get_store", "get_stream_writer")
 
 def get_config() -> RunnableConfig:
     """The config of the running task (thread id, checkpoint ns, tags, metadata...)."""
-    config: RunnableConfig = require_scope("get_config()").config  # type: ignore[assignment]
+    config: RunnableConfig = require_scope("get_config()").config
     return config
 
 

@@ -71,7 +71,7 @@ def create_error_message(*, message: str, error_code: ErrorCode) -> str:
     return error_message(message, error_code)
 
 
-class GraphBubbleUp(BaseException):  # noqa: N818 - LangGraph's name
+class GraphBubbleUp(BaseException):
     """Base of the control-flow signals that travel up through nodes.
 
     Not an :class:`Exception`: ``except Exception`` in user code does not catch it.
@@ -136,7 +136,7 @@ class EmptyChannelError(Exception):
     """A channel was read before it was ever written."""
 
 
-class TaskNotFound(Exception):  # noqa: N818 - LangGraph's name
+class TaskNotFound(Exception):
     """A task id does not exist in the current step."""
 
 

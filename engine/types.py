@@ -53,7 +53,9 @@ Durability = Literal["sync", "async", "exit"]
 """When checkpoints are saved: before the next step (``sync``), while the next
 step runs (``async``, the default), or only when the run returns (``exit``)."""
 
-StreamMode = Literal["values", "updates", "checkpoints", "tasks", "debug", "messages", "custom"]
+StreamMode = Literal[
+    "values", "updates", "checkpoints", "tasks", "debug", "messages", "custom"
+]
 """What ``stream()`` yields; several may be asked for at once."""
 
 StreamWriter = Callable[[Any], None]
@@ -85,7 +87,11 @@ class Send:
         return f"Send(node={self.node!r}, arg={self.arg!r})"
 
     def __eq__(self, value: object) -> bool:
-        return isinstance(value, Send) and self.node == value.node and self.arg == value.arg
+        return (
+            isinstance(value, Send)
+            and self.node == value.node
+            and self.arg == value.arg
+        )
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -168,7 +174,8 @@ class Command(Generic[N]):
         if isinstance(update, dict):
             return list(update.items())
         if isinstance(update, (list, tuple)) and all(
-            isinstance(t, tuple) and len(t) == 2 and isinstance(t[0], str) for t in update
+            isinstance(t, tuple) and len(t) == 2 and isinstance(t[0], str)
+            for t in update
         ):
             return list(update)
         items = object_update_items(update)
@@ -213,7 +220,10 @@ def default_retry_on(exc: Exception) -> bool:
         return isinstance(exc, ConnectionError)
     response = getattr(exc, "response", None)
     status = getattr(response, "status_code", None)
-    if isinstance(status, int) and type(exc).__module__.split(".")[0] in {"httpx", "requests"}:
+    if isinstance(status, int) and type(exc).__module__.split(".")[0] in {
+        "httpx",
+        "requests",
+    }:
         return status >= 500
     return True
 
@@ -248,7 +258,11 @@ class RetryPolicy:
                 f"RetryPolicy.max_attempts must be an int >= 1 (it counts the first "
                 f"attempt); got {self.max_attempts!r}"
             )
-        if self.initial_interval < 0 or self.max_interval < 0 or self.backoff_factor < 1:
+        if (
+            self.initial_interval < 0
+            or self.max_interval < 0
+            or self.backoff_factor < 1
+        ):
             raise ValueError(
                 "RetryPolicy intervals must be >= 0 and backoff_factor >= 1; got "
                 f"initial_interval={self.initial_interval}, max_interval={self.max_interval}, "
@@ -261,11 +275,15 @@ class RetryPolicy:
             return isinstance(exc, retry_on)
         if isinstance(retry_on, Sequence):
             return isinstance(exc, tuple(retry_on))
-        return bool(retry_on(exc))
+        predicate: Callable[[Exception], bool] = retry_on  # type: ignore[assignment]
+        return bool(predicate(exc))
 
     def interval(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
-        base = min(self.max_interval, self.initial_interval * self.backoff_factor ** (attempt - 1))
+        base = min(
+            self.max_interval,
+            self.initial_interval * self.backoff_factor ** (attempt - 1),
+        )
         return base + (random.uniform(0, 1) if self.jitter else 0.0)
 
 
@@ -303,13 +321,19 @@ class TimeoutPolicy:
             if isinstance(value, timedelta):
                 object.__setattr__(self, name, value.total_seconds())
                 value = getattr(self, name)
-            if value is not None and (not isinstance(value, (int, float)) or value <= 0):
-                raise ValueError(f"TimeoutPolicy.{name} must be a positive number of seconds")
+            if value is not None and (
+                not isinstance(value, (int, float)) or value <= 0
+            ):
+                raise ValueError(
+                    f"TimeoutPolicy.{name} must be a positive number of seconds"
+                )
         if self.run_timeout is None and self.idle_timeout is None:
             raise ValueError("TimeoutPolicy needs run_timeout or idle_timeout")
 
     @classmethod
-    def coerce(cls, value: float | timedelta | TimeoutPolicy | None) -> TimeoutPolicy | None:
+    def coerce(
+        cls, value: float | timedelta | TimeoutPolicy | None
+    ) -> TimeoutPolicy | None:
         if value is None or isinstance(value, TimeoutPolicy):
             return value
         if isinstance(value, timedelta):
@@ -392,4 +416,3 @@ def interrupt(value: Any) -> Any:
     signal = GraphInterrupt([pause])
     scope.interrupted = signal
     raise signal
-

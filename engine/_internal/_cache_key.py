@@ -12,7 +12,10 @@ __all__ = ("default_cache_key",)
 
 def _fallback(obj: Any) -> Any:
     if hasattr(obj, "model_dump"):
-        return {"__model__": type(obj).__qualname__, "data": obj.model_dump(mode="json")}
+        return {
+            "__model__": type(obj).__qualname__,
+            "data": obj.model_dump(mode="json"),
+        }
     if isinstance(obj, (set, frozenset)):
         return sorted(repr(v) for v in obj)
     if isinstance(obj, bytes):
@@ -27,6 +30,8 @@ def default_cache_key(*args: Any, **kwargs: Any) -> str:
     payload = orjson.dumps(
         [args, kwargs],
         default=_fallback,
-        option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY,
+        option=orjson.OPT_SORT_KEYS
+        | orjson.OPT_NON_STR_KEYS
+        | orjson.OPT_SERIALIZE_NUMPY,
     )
     return hashlib.blake2b(payload, digest_size=16).hexdigest()

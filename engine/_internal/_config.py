@@ -28,13 +28,17 @@ def merge_configs(*configs: RunnableConfig | dict[str, Any] | None) -> RunnableC
                 tags = list(merged.get("tags", ()))
                 tags.extend(t for t in value if t not in tags)
                 merged["tags"] = tags
-            elif key == "callbacks" and merged.get("callbacks") is not None and value is not None:
+            elif (
+                key == "callbacks"
+                and merged.get("callbacks") is not None
+                and value is not None
+            ):
                 merged["callbacks"] = value
             else:
                 merged[key] = value
     if CONF not in merged:
         merged[CONF] = {}
-    return merged  # type: ignore[return-value]
+    return merged
 
 
 def resolve_parent_config(parent: Any, graph: Any) -> RunnableConfig:
@@ -50,4 +54,4 @@ def resolve_parent_config(parent: Any, graph: Any) -> RunnableConfig:
         conf.pop(CONFIG_KEY_CHECKPOINTER, None)
     config[CONF] = conf
     config.pop("callbacks", None)
-    return config  # type: ignore[return-value]
+    return config

@@ -43,7 +43,9 @@ NS_END = sys.intern(":")
 NULL_TASK_ID = sys.intern("00000000-0000-0000-0000-000000000000")
 
 # Write keys that are not channels.
-RESERVED_WRITES = frozenset({INPUT, INTERRUPT, RESUME, ERROR, NO_WRITES, RETURN, ERROR_SOURCE_NODE})
+RESERVED_WRITES = frozenset(
+    {INPUT, INTERRUPT, RESUME, ERROR, NO_WRITES, RETURN, ERROR_SOURCE_NODE}
+)
 
 # Names a user may not give a node or a state key.
 RESERVED_NAMES = frozenset(

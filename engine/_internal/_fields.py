@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import weakref
 from typing import Any
@@ -10,7 +11,9 @@ from engine._internal._typing import MISSING
 
 __all__ = ("annotated_keys", "is_pydantic_model", "object_update_items")
 
-_KEYS: weakref.WeakKeyDictionary[type[Any], tuple[str, ...]] = weakref.WeakKeyDictionary()
+_KEYS: weakref.WeakKeyDictionary[type[Any], tuple[str, ...]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def is_pydantic_model(obj: Any) -> bool:
@@ -33,10 +36,8 @@ def annotated_keys(cls: type[Any]) -> tuple[str, ...]:
     if is_pydantic_model(cls):
         keys = [k for k in keys if k in cls.model_fields] or list(cls.model_fields)
     result = tuple(keys)
-    try:
+    with contextlib.suppress(TypeError):
         _KEYS[cls] = result
-    except TypeError:
-        pass
     return result
 
 

@@ -101,7 +101,9 @@ def require_scope(what: str) -> TaskScope:
     """The running task's scope, or a clear error naming the function that needs one."""
     scope = _SCOPE.get()
     if scope is None:
-        raise RuntimeError(f"{what} can only be called from inside a running graph node or task")
+        raise RuntimeError(
+            f"{what} can only be called from inside a running graph node or task"
+        )
     return scope
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Final, TypedDict
+from typing import Any, Final
 
 
 class _Missing:
@@ -23,14 +23,7 @@ class _Missing:
 MISSING: Final[Any] = _Missing()
 
 
-class RunnableConfig(TypedDict, total=False):
-    """The per-call configuration dict, shaped like LangChain's ``RunnableConfig``."""
-
-    tags: list[str]
-    metadata: dict[str, Any]
-    callbacks: Any
-    run_name: str
-    max_concurrency: int | None
-    recursion_limit: int
-    configurable: dict[str, Any]
-    run_id: Any
+RunnableConfig = dict[str, Any]
+"""The per-call configuration dict, shaped like LangChain's ``RunnableConfig``:
+``configurable`` (``thread_id``, ``checkpoint_id``, ``checkpoint_ns``...),
+``recursion_limit``, ``tags``, ``metadata``, ``run_id``, ``max_concurrency``."""

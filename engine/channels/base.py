@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any, ClassVar, Generic, TypeVar
-
-from typing_extensions import Self
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from engine._internal._typing import MISSING
 from engine.errors import EmptyChannelError
@@ -37,12 +35,12 @@ class BaseChannel(Generic[Value, Update, Checkpoint], ABC):
         self.key = key
 
     @property
-    def ValueType(self) -> Any:  # noqa: N802 - LangGraph's name
+    def ValueType(self) -> Any:
         """Type of the value stored in the channel."""
         return self.typ
 
     @property
-    def UpdateType(self) -> Any:  # noqa: N802 - LangGraph's name
+    def UpdateType(self) -> Any:
         """Type of the writes the channel accepts."""
         return self.typ
 

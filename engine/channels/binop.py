@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import collections.abc
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, get_args, get_origin
-
-from typing_extensions import NotRequired, Required, Self
+from typing import Any, Generic, NotRequired, Required, Self, get_args, get_origin
 
 from engine._internal._typing import MISSING
 from engine.channels.base import BaseChannel, Value
@@ -80,7 +78,8 @@ class BinaryOperatorAggregate(Generic[Value], BaseChannel[Value, Value, Value]):
         if not isinstance(other, BinaryOperatorAggregate):
             return False
         same_op = other.operator is self.operator or (
-            getattr(other.operator, "__name__", None) == getattr(self.operator, "__name__", "")
+            getattr(other.operator, "__name__", None)
+            == getattr(self.operator, "__name__", "")
             and getattr(other.operator, "__name__", None) != "<lambda>"
         )
         return same_op

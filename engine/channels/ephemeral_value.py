@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Generic
-
-from typing_extensions import Self
+from typing import Any, Generic, Self
 
 from engine._internal._typing import MISSING
 from engine.channels.base import BaseChannel, Value

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Generic
-
-from typing_extensions import Self
+from typing import Any, Generic, Self
 
 from engine._internal._typing import MISSING
 from engine.channels.base import BaseChannel, Value
-from engine.errors import EmptyChannelError, ErrorCode, InvalidUpdateError, error_message
+from engine.errors import (
+    EmptyChannelError,
+    ErrorCode,
+    InvalidUpdateError,
+    error_message,
+)
 
 __all__ = ("LastValue", "LastValueAfterFinish")
 
@@ -72,7 +75,9 @@ class LastValue(Generic[Value], BaseChannel[Value, Value, Value]):
         return self.value
 
 
-class LastValueAfterFinish(Generic[Value], BaseChannel[Value, Value, tuple[Value, bool]]):
+class LastValueAfterFinish(
+    Generic[Value], BaseChannel[Value, Value, tuple[Value, bool]]
+):
     """A LastValue that becomes readable only once the run has nothing else to do.
 
     Used for deferred nodes (``add_node(..., defer=True)``); consumed when read.

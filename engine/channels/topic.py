@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, Generic
-
-from typing_extensions import Self
+from typing import Any, Generic, Self
 
 from engine._internal._typing import MISSING
 from engine.channels.base import BaseChannel, Value
@@ -22,7 +20,9 @@ def _flatten(values: Sequence[Value | list[Value]]) -> Iterator[Value]:
             yield value
 
 
-class Topic(Generic[Value], BaseChannel[Sequence[Value], Value | list[Value], list[Value]]):
+class Topic(
+    Generic[Value], BaseChannel[Sequence[Value], Value | list[Value], list[Value]]
+):
     """Collects every value written; lists are flattened.
 
     Without ``accumulate`` the values live for one step (cleared by the next);

@@ -64,7 +64,14 @@ def encode_blob(
         acc = base.acc + len(payload)
         if acc <= max(base.root, 4096):
             return BlobRecord(
-                "delta", tag, payload, str(delta[0]), start, base.chain + 1, acc, base.root
+                "delta",
+                tag,
+                payload,
+                str(delta[0]),
+                start,
+                base.chain + 1,
+                acc,
+                base.root,
             )
     tag, payload = serde.dumps_typed(value)
     return BlobRecord("full", tag, payload, None, None, 0, 0, len(payload))
@@ -104,6 +111,15 @@ def decode_chain(
     return value
 
 
+def _bind(
+    lookup: Callable[[str, str], BlobRecord | None], channel: str
+) -> Callable[[str], BlobRecord | None]:
+    def one(version: str) -> BlobRecord | None:
+        return lookup(channel, version)
+
+    return one
+
+
 def decode_blobs(
     serde: SerializerProtocol,
     versions: Mapping[str, Any],
@@ -115,5 +131,5 @@ def decode_blobs(
         record = lookup(channel, str(version))
         if record is None or record.kind == "empty":
             continue
-        values[channel] = decode_chain(serde, str(version), lambda v, c=channel: lookup(c, v))
+        values[channel] = decode_chain(serde, str(version), _bind(lookup, channel))
     return values

@@ -10,6 +10,7 @@ Backends persist opaque ``(type_tag, payload)`` pairs made by ``self.serde``.
 
 from __future__ import annotations
 
+import builtins
 import random
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -142,7 +143,8 @@ def copy_checkpoint(checkpoint: Checkpoint) -> Checkpoint:
 
 def get_checkpoint_id(config: RunnableConfig) -> str | None:
     """The ``checkpoint_id`` a config addresses, if any."""
-    return config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID)
+    checkpoint_id: str | None = config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID)
+    return checkpoint_id
 
 
 def require_thread_id(config: RunnableConfig, what: str = "A checkpointer") -> str:
@@ -159,12 +161,16 @@ def require_thread_id(config: RunnableConfig, what: str = "A checkpointer") -> s
     return str(thread_id)
 
 
-def get_checkpoint_metadata(config: RunnableConfig, metadata: CheckpointMetadata) -> CheckpointMetadata:
+def get_checkpoint_metadata(
+    config: RunnableConfig, metadata: CheckpointMetadata
+) -> CheckpointMetadata:
     """Metadata enriched with the config's run-level metadata keys (not internals)."""
     merged: dict[str, Any] = {
         k: v
         for k, v in config.get("metadata", {}).items()
-        if not k.startswith("__") and isinstance(v, (str, int, float, bool)) and k not in metadata
+        if not k.startswith("__")
+        and isinstance(v, (str, int, float, bool))
+        and k not in metadata
     }
     merged.update(metadata)
     return merged  # type: ignore[return-value]
@@ -259,7 +265,7 @@ class BaseCheckpointSaver:
         """Expire a thread ``ttl`` (seconds or timedelta) from now; ``None`` clears it."""
         raise NotImplementedError
 
-    def sweep_expired(self, now: datetime | None = None) -> list[str]:
+    def sweep_expired(self, now: datetime | None = None) -> builtins.list[str]:
         """Delete threads whose TTL has passed; returns their ids."""
         raise NotImplementedError
 
@@ -281,8 +287,10 @@ class BaseCheckpointSaver:
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
+        nothing: tuple[CheckpointTuple, ...] = ()
+        for item in nothing:  # an async generator that raises when iterated
+            yield item
         raise NotImplementedError
-        yield  # pragma: no cover
 
     async def aput(
         self,
@@ -313,10 +321,12 @@ class BaseCheckpointSaver:
     ) -> None:
         raise NotImplementedError
 
-    async def aset_thread_ttl(self, thread_id: str, ttl: timedelta | float | None) -> None:
+    async def aset_thread_ttl(
+        self, thread_id: str, ttl: timedelta | float | None
+    ) -> None:
         raise NotImplementedError
 
-    async def asweep_expired(self, now: datetime | None = None) -> list[str]:
+    async def asweep_expired(self, now: datetime | None = None) -> builtins.list[str]:
         raise NotImplementedError
 
     # -- versions ----------------------------------------------------------------
@@ -360,7 +370,9 @@ def ttl_deadline(ttl: timedelta | float | None) -> datetime | None:
     return datetime.now(UTC) + timedelta(seconds=seconds)
 
 
-def metadata_matches(metadata: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
+def metadata_matches(
+    metadata: Mapping[str, Any], filter: Mapping[str, Any] | None
+) -> bool:
     """True when every filter key is in ``metadata`` with an equal value."""
     if not filter:
         return True

@@ -7,6 +7,7 @@ Postgres too.
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -17,13 +18,13 @@ from engine._internal._constants import (
     CONFIG_KEY_CHECKPOINT_ID,
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_THREAD_ID,
+    ERROR,
     INTERRUPT,
     NO_WRITES,
-    ERROR,
     RESUME,
 )
 from engine._internal._typing import RunnableConfig
-from engine.checkpoint._blobs import BlobRecord, decode_chain, encode_blob
+from engine.checkpoint._blobs import BlobRecord, decode_blobs, encode_blob
 from engine.checkpoint._retention import plan_prune
 from engine.checkpoint.base import (
     EXPECTED_HEAD,
@@ -49,7 +50,9 @@ _Row = tuple[tuple[str, bytes], tuple[str, bytes], str | None]
 _SPECIAL = frozenset({ERROR, INTERRUPT, RESUME, NO_WRITES})
 
 
-def conflict(thread_id: str, ns: str, expected: str | None, head: str | None) -> CheckpointConflictError:
+def conflict(
+    thread_id: str, ns: str, expected: str | None, head: str | None
+) -> CheckpointConflictError:
     return CheckpointConflictError(
         error_message(
             f"Thread {thread_id!r} (namespace {ns!r}) was advanced by another writer: "
@@ -70,12 +73,18 @@ class InMemorySaver(BaseCheckpointSaver):
     """
 
     def __init__(
-        self, *, serde: SerializerProtocol | None = None, default_ttl: float | None = None
+        self,
+        *,
+        serde: SerializerProtocol | None = None,
+        default_ttl: float | None = None,
     ) -> None:
         super().__init__(serde=serde)
         self.storage: dict[str, dict[str, dict[str, _Row]]] = {}
         self.blobs: dict[tuple[str, str, str, str], BlobRecord] = {}
-        self.writes: dict[tuple[str, str, str], dict[tuple[str, int], tuple[str, str, tuple[str, bytes], str]]] = {}
+        self.writes: dict[
+            tuple[str, str, str],
+            dict[tuple[str, int], tuple[str, str, tuple[str, bytes], str]],
+        ] = {}
         self.deadlines: dict[str, datetime] = {}
         self.default_ttl = default_ttl
         self.lock = threading.RLock()
@@ -99,24 +108,19 @@ class InMemorySaver(BaseCheckpointSaver):
     def _tuple(self, thread_id: str, ns: str, checkpoint_id: str) -> CheckpointTuple:
         cp_typed, meta_typed, parent_id = self.storage[thread_id][ns][checkpoint_id]
         checkpoint: Checkpoint = self.serde.loads_typed(cp_typed)
-        values: dict[str, Any] = {}
-        for channel, version in checkpoint["channel_versions"].items():
-            key = (thread_id, ns, channel, str(version))
-            record = self.blobs.get(key)
-            if record is None or record.kind == "empty":
-                continue
-            values[channel] = decode_chain(
-                self.serde,
-                str(version),
-                lambda v, c=channel: self.blobs.get((thread_id, ns, c, v)),
-            )
+        values = decode_blobs(
+            self.serde,
+            checkpoint["channel_versions"],
+            lambda channel, version: self.blobs.get((thread_id, ns, channel, version)),
+        )
         checkpoint["channel_values"] = values
         metadata: CheckpointMetadata = self.serde.loads_typed(meta_typed)
         writes = self.writes.get((thread_id, ns, checkpoint_id), {})
         pending: list[PendingWrite] = [
             (task_id, channel, self.serde.loads_typed(value))
             for (task_id, channel, value, _path) in (
-                writes[k] for k in sorted(writes, key=lambda k: (writes[k][3], k[0], k[1]))
+                writes[k]
+                for k in sorted(writes, key=lambda k: (writes[k][3], k[0], k[1]))
             )
         ]
         return CheckpointTuple(
@@ -182,7 +186,9 @@ class InMemorySaver(BaseCheckpointSaver):
                 if limit is not None and count >= limit:
                     break
                 if filter:
-                    meta = self.serde.loads_typed(self.storage[thread_id][ns][checkpoint_id][1])
+                    meta = self.serde.loads_typed(
+                        self.storage[thread_id][ns][checkpoint_id][1]
+                    )
                     if not metadata_matches(meta, filter):
                         continue
                 result.append(self._tuple(thread_id, ns, checkpoint_id))
@@ -215,7 +221,11 @@ class InMemorySaver(BaseCheckpointSaver):
             head = self._head(thread_id, ns)
             if head != conf[EXPECTED_HEAD]:
                 raise conflict(thread_id, ns, conf[EXPECTED_HEAD], head)
-        stored = {k: v for k, v in checkpoint.items() if k not in ("channel_values", "channel_deltas")}
+        stored = {
+            k: v
+            for k, v in checkpoint.items()
+            if k not in ("channel_values", "channel_deltas")
+        }
         values = checkpoint.get("channel_values", {})
         deltas = checkpoint.get("channel_deltas", {})
         blobs: dict[tuple[str, str, str, str], BlobRecord] = {}
@@ -239,7 +249,9 @@ class InMemorySaver(BaseCheckpointSaver):
             conf.get(CONFIG_KEY_CHECKPOINT_ID),
         )
         self.blobs.update(blobs)
-        self.storage.setdefault(thread_id, {}).setdefault(ns, {})[checkpoint["id"]] = row
+        self.storage.setdefault(thread_id, {}).setdefault(ns, {})[checkpoint["id"]] = (
+            row
+        )
         if self.default_ttl is not None:
             self.deadlines[thread_id] = ttl_deadline(self.default_ttl)  # type: ignore[assignment]
         return config_for(thread_id, ns, checkpoint["id"])
@@ -255,14 +267,20 @@ class InMemorySaver(BaseCheckpointSaver):
             self._put_writes(config, writes, task_id, task_path)
 
     def _put_writes(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
     ) -> None:
         conf = config.get(CONF, {})
         thread_id = str(require_thread_id(config))
         ns = conf.get(CONFIG_KEY_CHECKPOINT_NS, "") or ""
         checkpoint_id = conf.get(CONFIG_KEY_CHECKPOINT_ID)
         if checkpoint_id is None:
-            raise ValueError("put_writes() needs a config that addresses a checkpoint_id")
+            raise ValueError(
+                "put_writes() needs a config that addresses a checkpoint_id"
+            )
         bucket = self.writes.setdefault((thread_id, ns, checkpoint_id), {})
         encoded = [
             (WRITES_IDX_MAP.get(channel, idx), channel, self.serde.dumps_typed(value))
@@ -284,7 +302,10 @@ class InMemorySaver(BaseCheckpointSaver):
     ) -> RunnableConfig:
         """A step's last task writes and the checkpoint after it, atomically."""
         with self.lock:
-            if task_writes and config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID) is not None:
+            if (
+                task_writes
+                and config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID) is not None
+            ):
                 for task_id, path, writes in task_writes:
                     self._put_writes(config, writes, task_id, path)
             return self._put(config, checkpoint, metadata, new_versions)
@@ -296,16 +317,18 @@ class InMemorySaver(BaseCheckpointSaver):
         with self.lock:
             self.storage.pop(thread_id, None)
             self.deadlines.pop(thread_id, None)
-            for key in [k for k in self.writes if k[0] == thread_id]:
-                del self.writes[key]
-            for key in [k for k in self.blobs if k[0] == thread_id]:
-                del self.blobs[key]
+            for wkey in [k for k in self.writes if k[0] == thread_id]:
+                del self.writes[wkey]
+            for bkey in [k for k in self.blobs if k[0] == thread_id]:
+                del self.blobs[bkey]
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         source, target = str(source_thread_id), str(target_thread_id)
         with self.lock:
             if target in self.storage:
-                raise ValueError(f"Cannot copy into thread {target!r}: it already exists")
+                raise ValueError(
+                    f"Cannot copy into thread {target!r}: it already exists"
+                )
             if source not in self.storage:
                 raise ValueError(f"Cannot copy thread {source!r}: it does not exist")
             self.storage[target] = {
@@ -322,7 +345,9 @@ class InMemorySaver(BaseCheckpointSaver):
         self, thread_ids: Sequence[str], *, strategy: PruneStrategy = "keep_latest"
     ) -> None:
         if strategy not in ("keep_latest", "delete"):
-            raise ValueError(f"Unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'")
+            raise ValueError(
+                f"Unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'"
+            )
         with self.lock:
             for thread_id in map(str, thread_ids):
                 if strategy == "delete":
@@ -330,7 +355,9 @@ class InMemorySaver(BaseCheckpointSaver):
                     continue
                 for ns, rows in self.storage.get(thread_id, {}).items():
                     parents = {cid: row[2] for cid, row in rows.items()}
-                    keep, reparent = plan_prune(parents, self._open_interrupts(thread_id, ns))
+                    keep, reparent = plan_prune(
+                        parents, self._open_interrupts(thread_id, ns)
+                    )
                     for cid in list(rows):
                         if cid not in keep:
                             del rows[cid]
@@ -346,7 +373,11 @@ class InMemorySaver(BaseCheckpointSaver):
             if thread != thread_id or wns != ns:
                 continue
             interrupted = {t for t, c, _, _ in bucket.values() if c == INTERRUPT}
-            finished = {t for t, c, _, _ in bucket.values() if c not in _SPECIAL or c == NO_WRITES}
+            finished = {
+                t
+                for t, c, _, _ in bucket.values()
+                if c not in _SPECIAL or c == NO_WRITES
+            }
             if interrupted - finished:
                 open_ids.add(cid)
         return open_ids
@@ -375,7 +406,7 @@ class InMemorySaver(BaseCheckpointSaver):
             else:
                 self.deadlines[str(thread_id)] = deadline
 
-    def sweep_expired(self, now: datetime | None = None) -> list[str]:
+    def sweep_expired(self, now: datetime | None = None) -> builtins.list[str]:
         moment = now or datetime.now(UTC)
         with self.lock:
             expired = [t for t, d in self.deadlines.items() if d <= moment]
@@ -438,10 +469,12 @@ class InMemorySaver(BaseCheckpointSaver):
     ) -> None:
         self.prune(thread_ids, strategy=strategy)
 
-    async def aset_thread_ttl(self, thread_id: str, ttl: timedelta | float | None) -> None:
+    async def aset_thread_ttl(
+        self, thread_id: str, ttl: timedelta | float | None
+    ) -> None:
         self.set_thread_ttl(thread_id, ttl)
 
-    async def asweep_expired(self, now: datetime | None = None) -> list[str]:
+    async def asweep_expired(self, now: datetime | None = None) -> builtins.list[str]:
         return self.sweep_expired(now)
 
 

@@ -6,4 +6,11 @@ from engine._internal._constants import END, START
 from engine.graph.message import MessagesState, add_messages
 from engine.graph.state import CompiledStateGraph, StateGraph
 
-__all__ = ("END", "START", "CompiledStateGraph", "MessagesState", "StateGraph", "add_messages")
+__all__ = (
+    "END",
+    "START",
+    "CompiledStateGraph",
+    "MessagesState",
+    "StateGraph",
+    "add_messages",
+)

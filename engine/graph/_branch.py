@@ -36,9 +36,12 @@ def _literal_ends(path: Callable[..., Any]) -> dict[Hashable, str] | None:
         item = todo.pop()
         if get_origin(item) is Literal:
             options.extend(get_args(item))
-        elif get_origin(item) in (list, Sequence) or str(get_origin(item)) == "typing.Union":
-            todo.extend(get_args(item))
-        elif hasattr(item, "__args__") and get_origin(item) is not None:
+        elif (
+            get_origin(item) in (list, Sequence)
+            or str(get_origin(item)) == "typing.Union"
+            or hasattr(item, "__args__")
+            and get_origin(item) is not None
+        ):
             todo.extend(get_args(item))
     if not options:
         return None
@@ -68,7 +71,9 @@ class BranchSpec:
             self.ends = {p: p for p in path_map}
         self.input_schema: Any = None
 
-    def destinations(self, result: Any, known_nodes: frozenset[str]) -> list[str | Send]:
+    def destinations(
+        self, result: Any, known_nodes: frozenset[str]
+    ) -> list[str | Send]:
         """Where the path function's ``result`` sends the run."""
         items = result if isinstance(result, (list, tuple)) else [result]
         out: list[str | Send] = []
@@ -119,10 +124,7 @@ class BranchSpec:
         """Call the path function on ``state`` (inside the running task's scope)."""
         scope = current_scope()
         path = self.path
-        if scope is None:
-            result = path.func(state)
-        else:
-            result = path.invoke(state, scope)
+        result = path.func(state) if scope is None else path.invoke(state, scope)
         if inspect.isawaitable(result):
             result = _run_coroutine(result)
         return result

@@ -37,7 +37,9 @@ def _markers(graph: CompiledStateGraph, name: str) -> tuple[str, ...]:
     return tuple(markers)
 
 
-def draw_state_graph(graph: CompiledStateGraph, *, xray: int | bool = False) -> DrawableGraph:
+def draw_state_graph(
+    graph: CompiledStateGraph, *, xray: int | bool = False
+) -> DrawableGraph:
     """Nodes (with markers) and edges; conditional edges carry their labels.
 
     With ``xray`` subgraphs are expanded: their nodes are prefixed with the
@@ -47,7 +49,14 @@ def draw_state_graph(graph: CompiledStateGraph, *, xray: int | bool = False) -> 
     drawable = DrawableGraph()
     drawable.add_node(Node(id=START, name=START))
     for name, spec in builder.nodes.items():
-        drawable.add_node(Node(id=name, name=name, metadata=spec.metadata, markers=_markers(graph, name)))
+        drawable.add_node(
+            Node(
+                id=name,
+                name=name,
+                metadata=spec.metadata,
+                markers=_markers(graph, name),
+            )
+        )
     ends_reached = False
     for src, dst in sorted(builder.edges):
         drawable.add_edge(Edge(src, dst))
@@ -61,7 +70,12 @@ def draw_state_graph(graph: CompiledStateGraph, *, xray: int | bool = False) -> 
             if branch.ends:
                 for label, target in branch.ends.items():
                     drawable.add_edge(
-                        Edge(src, target, data=str(label) if str(label) != target else None, conditional=True)
+                        Edge(
+                            src,
+                            target,
+                            data=str(label) if str(label) != target else None,
+                            conditional=True,
+                        )
                     )
                     ends_reached |= target == END
             else:
@@ -75,7 +89,12 @@ def draw_state_graph(graph: CompiledStateGraph, *, xray: int | bool = False) -> 
             items = ends.items() if isinstance(ends, dict) else ((e, e) for e in ends)
             for target, label in items:
                 drawable.add_edge(
-                    Edge(name, target, data=label if label != target else None, conditional=True)
+                    Edge(
+                        name,
+                        target,
+                        data=label if label != target else None,
+                        conditional=True,
+                    )
                 )
                 ends_reached |= target == END
     terminal = [
@@ -105,7 +124,9 @@ def _expand(graph: CompiledStateGraph, drawable: DrawableGraph, depth: int) -> N
                         id=f"{name}:{inner_node.id}",
                         name=inner_node.name,
                         markers=inner_node.markers,
-                        cluster=inner_node.cluster and f"{name}:{inner_node.cluster}" or name,
+                        cluster=inner_node.cluster
+                        and f"{name}:{inner_node.cluster}"
+                        or name,
                     )
                 )
             for edge in inner.edges:
@@ -113,4 +134,6 @@ def _expand(graph: CompiledStateGraph, drawable: DrawableGraph, depth: int) -> N
                 dst = name if edge.target == END else f"{name}:{edge.target}"
                 if src == dst:
                     continue
-                drawable.add_edge(Edge(src, dst, data=edge.data, conditional=edge.conditional))
+                drawable.add_edge(
+                    Edge(src, dst, data=edge.data, conditional=edge.conditional)
+                )

@@ -17,7 +17,12 @@ from engine._internal._fields import annotated_keys, is_pydantic_model
 from engine.channels.base import BaseChannel
 from engine.channels.binop import BinaryOperatorAggregate
 from engine.channels.last_value import LastValue
-from engine.errors import ErrorCode, GraphValidationError, InvalidUpdateError, error_message
+from engine.errors import (
+    ErrorCode,
+    GraphValidationError,
+    InvalidUpdateError,
+    error_message,
+)
 
 __all__ = ("SchemaInfo", "channels_for_schema", "schema_info")
 
@@ -28,7 +33,11 @@ class SchemaInfo:
     __slots__ = ("channels", "keys", "kind", "schema")
 
     def __init__(
-        self, schema: type[Any], kind: str, keys: tuple[str, ...], channels: dict[str, BaseChannel[Any, Any, Any]]
+        self,
+        schema: type[Any],
+        kind: str,
+        keys: tuple[str, ...],
+        channels: dict[str, BaseChannel[Any, Any, Any]],
     ) -> None:
         self.schema = schema
         self.kind = kind
@@ -55,7 +64,9 @@ _WRAPPERS = {
 }
 
 
-def _channel_for(key: str, annotation: Any, schema: type[Any]) -> BaseChannel[Any, Any, Any]:
+def _channel_for(
+    key: str, annotation: Any, schema: type[Any]
+) -> BaseChannel[Any, Any, Any]:
     metadata: tuple[Any, ...] = ()
     base = annotation
     while get_origin(base) in _WRAPPERS:
@@ -68,7 +79,7 @@ def _channel_for(key: str, annotation: Any, schema: type[Any]) -> BaseChannel[An
             item.key = key
             return item
         if isinstance(item, type) and issubclass(item, BaseChannel):
-            return item(base, key=key)  # type: ignore[call-arg]
+            return item(base, key=key)
         if callable(item) and not isinstance(item, type):
             _check_reducer(key, item, schema)
             return BinaryOperatorAggregate(base, item, key=key)
@@ -87,7 +98,8 @@ def _check_reducer(key: str, reducer: Callable[..., Any], schema: type[Any]) -> 
     except (TypeError, ValueError):
         return
     if len(params) < 2 and not any(
-        p.kind == p.VAR_POSITIONAL for p in inspect.signature(reducer).parameters.values()
+        p.kind == p.VAR_POSITIONAL
+        for p in inspect.signature(reducer).parameters.values()
     ):
         raise GraphValidationError(
             error_message(
@@ -102,7 +114,7 @@ def _check_reducer(key: str, reducer: Callable[..., Any], schema: type[Any]) -> 
 def _pydantic_annotation(field: Any) -> Any:
     annotation = field.annotation
     if field.metadata:
-        return typing.Annotated[(annotation, *field.metadata)]  # type: ignore[misc]
+        return typing.Annotated[(annotation, *field.metadata)]
     return annotation
 
 
@@ -167,7 +179,9 @@ def coerce_input(info: SchemaInfo, value: Any, where: str) -> list[tuple[str, An
     return items
 
 
-def _validate_pydantic(info: SchemaInfo, value: dict[str, Any], where: str) -> list[tuple[str, Any]]:
+def _validate_pydantic(
+    info: SchemaInfo, value: dict[str, Any], where: str
+) -> list[tuple[str, Any]]:
     schema = info.schema
     try:
         from pydantic import ValidationError  # noqa: PLC0415
@@ -179,7 +193,9 @@ def _validate_pydantic(info: SchemaInfo, value: dict[str, Any], where: str) -> l
     try:
         validated = schema.model_validate(value)
     except ValidationError as exc:
-        fields = ", ".join(".".join(str(p) for p in err["loc"]) or "(root)" for err in exc.errors())
+        fields = ", ".join(
+            ".".join(str(p) for p in err["loc"]) or "(root)" for err in exc.errors()
+        )
         raise StateValidationError(
             error_message(
                 f"Invalid value for {where} in state {schema.__name__}: field(s) {fields}: "
@@ -200,11 +216,13 @@ def make_mapper(info: SchemaInfo) -> Callable[[dict[str, Any]], Any] | None:
     """How channel values become a node's input object (None: a plain dict)."""
     schema = info.schema
     if info.kind == "pydantic":
+
         def to_model(values: dict[str, Any]) -> Any:
             return schema.model_validate(values)
 
         return to_model
     if info.kind == "dataclass":
+
         def to_dataclass(values: dict[str, Any]) -> Any:
             return schema(**values)
 

@@ -19,7 +19,12 @@ __all__ = ("REMOVE_ALL_MESSAGES", "MessagesState", "RemoveMessage", "add_message
 REMOVE_ALL_MESSAGES = "__remove_all__"
 """Id of a RemoveMessage that clears the whole history."""
 
-_ROLE_FOR_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+_ROLE_FOR_TYPE = {
+    "human": "user",
+    "ai": "assistant",
+    "system": "system",
+    "tool": "tool",
+}
 
 
 class RemoveMessage(dict[str, Any]):
@@ -108,7 +113,9 @@ def _as_list(value: Any) -> list[Any]:
     if value is None:
         return []
     if isinstance(value, (list, tuple)) and not (
-        isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)
+        isinstance(value, tuple)
+        and len(value) == 2
+        and isinstance(value[0], str)
         and not isinstance(value[1], (dict, tuple))
     ):
         return list(value)
@@ -140,7 +147,9 @@ def add_messages(left: Any, right: Any, *, format: str | None = None) -> list[An
         right_list = [_with_id(_coerce(m)) for m in _as_list(right)]
     if any(_is_remove(m) and _get_id(m) == REMOVE_ALL_MESSAGES for m in right_list):
         last = max(
-            i for i, m in enumerate(right_list) if _is_remove(m) and _get_id(m) == REMOVE_ALL_MESSAGES
+            i
+            for i, m in enumerate(right_list)
+            if _is_remove(m) and _get_id(m) == REMOVE_ALL_MESSAGES
         )
         return [m for m in right_list[last + 1 :] if not _is_remove(m)]
     if not right_list:

@@ -14,14 +14,13 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import typing
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Sequence
 from datetime import timedelta
-from typing import Any, Generic, TypeVar
-
-from typing_extensions import Self
+from typing import Any, Generic, Self, TypeVar
 
 from engine._internal._constants import (
     END,
@@ -121,10 +120,15 @@ def _node_name(node: Any) -> str:
 
 def _check_name(name: str, what: str = "node") -> None:
     if not isinstance(name, str) or not name:
-        raise GraphValidationError(f"A {what} name must be a non-empty string, got {name!r}")
+        raise GraphValidationError(
+            f"A {what} name must be a non-empty string, got {name!r}"
+        )
     if name in RESERVED_NAMES:
         raise GraphValidationError(
-            error_message(f"{what.capitalize()} name {name!r} is reserved.", ErrorCode.INVALID_GRAPH)
+            error_message(
+                f"{what.capitalize()} name {name!r} is reserved.",
+                ErrorCode.INVALID_GRAPH,
+            )
         )
     for char in (NS_SEP, NS_END):
         if char in name:
@@ -189,7 +193,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             raise TypeError(f"StateGraph() got unexpected arguments {sorted(kwargs)}")
         if state_schema is None:
             if input_schema is None or output_schema is None:
-                raise GraphValidationError("StateGraph needs a state_schema (or both input and output schemas)")
+                raise GraphValidationError(
+                    "StateGraph needs a state_schema (or both input and output schemas)"
+                )
             state_schema = input_schema  # type: ignore[assignment]
         self.state_schema: type[Any] = state_schema  # type: ignore[assignment]
         self.input_schema: type[Any] = input_schema or state_schema  # type: ignore[assignment]
@@ -217,7 +223,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             if existing is None:
                 _check_name(key, "state key")
                 self.channels[key] = channel
-            elif type(existing) is not type(channel) and schema is not self.state_schema:
+            elif (
+                type(existing) is not type(channel) and schema is not self.state_schema
+            ):
                 # a sub-schema repeating a key keeps the state schema's channel
                 continue
             elif type(existing) is not type(channel):
@@ -260,14 +268,18 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         if kwargs:
             raise TypeError(f"add_node() got unexpected arguments {sorted(kwargs)}")
         if self.compiled:
-            raise GraphValidationError("Cannot add a node to a graph that was already compiled")
+            raise GraphValidationError(
+                "Cannot add a node to a graph that was already compiled"
+            )
         if not isinstance(node, str):
             action = node
             name = _node_name(node)
         else:
             name = node
             if action is None:
-                raise GraphValidationError(f"add_node({name!r}) needs an action (a function or runnable)")
+                raise GraphValidationError(
+                    f"add_node({name!r}) needs an action (a function or runnable)"
+                )
         _check_name(name)
         if name in self.nodes:
             raise GraphValidationError(
@@ -281,7 +293,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 )
             )
         if not callable(action) and not callable(getattr(action, "invoke", None)):
-            raise GraphValidationError(f"Node {name!r}: expected a function or runnable, got {action!r}")
+            raise GraphValidationError(
+                f"Node {name!r}: expected a function or runnable, got {action!r}"
+            )
         if input_schema is None:
             input_schema = _inferred_input_schema(action, self.state_schema)
         if input_schema is not None:
@@ -294,8 +308,10 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         else:
             policies = tuple(retry_policy)
         timeout_policy = TimeoutPolicy.coerce(timeout)
-        if timeout_policy is not None and not is_async_callable(action) and not callable(
-            getattr(action, "ainvoke", None)
+        if (
+            timeout_policy is not None
+            and not is_async_callable(action)
+            and not callable(getattr(action, "ainvoke", None))
         ):
             raise GraphValidationError(
                 error_message(
@@ -320,7 +336,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
     def add_edge(self, start_key: str | Sequence[str], end_key: str) -> Self:
         """Run ``end_key`` after ``start_key``; with a list of starts, after all of them."""
         if self.compiled:
-            raise GraphValidationError("Cannot add an edge to a graph that was already compiled")
+            raise GraphValidationError(
+                "Cannot add an edge to a graph that was already compiled"
+            )
         if isinstance(start_key, str):
             if start_key == END:
                 raise GraphValidationError("END cannot be the start of an edge")
@@ -351,7 +369,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         ``path_map`` maps its answers to node names (and limits them).
         """
         if self.compiled:
-            raise GraphValidationError("Cannot add an edge to a graph that was already compiled")
+            raise GraphValidationError(
+                "Cannot add an edge to a graph that was already compiled"
+            )
         name = _node_name(path)
         if name == "<lambda>":
             name = "condition"
@@ -384,7 +404,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         return self.add_edge(START, key)
 
     def set_conditional_entry_point(
-        self, path: Callable[..., Any], path_map: dict[Hashable, str] | Sequence[str] | None = None
+        self,
+        path: Callable[..., Any],
+        path_map: dict[Hashable, str] | Sequence[str] | None = None,
     ) -> Self:
         return self.add_conditional_edges(START, path, path_map)
 
@@ -483,7 +505,10 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         for node in interrupt or ():
             if node not in known:
                 raise GraphValidationError(
-                    error_message(f"Interrupt node {node!r} is not a node", ErrorCode.INVALID_GRAPH)
+                    error_message(
+                        f"Interrupt node {node!r} is not a node",
+                        ErrorCode.INVALID_GRAPH,
+                    )
                 )
         return self
 
@@ -510,7 +535,10 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         before = interrupt_before or ()
         after = interrupt_after or ()
         self.validate(
-            [n for n in (*(() if before == "*" else before), *(() if after == "*" else after))]
+            [
+                *(() if before == "*" else before),
+                *(() if after == "*" else after),
+            ]
         )
         compiled = CompiledStateGraph.build(
             self,
@@ -551,10 +579,8 @@ def _register_types(schema: type[Any]) -> None:
                 hints = {}
             todo.extend(hints.values())
         elif isinstance(item, type) and typing.is_typeddict(item):
-            try:
+            with contextlib.suppress(Exception):
                 todo.extend(typing.get_type_hints(item, include_extras=True).values())
-            except Exception:
-                pass
         else:
             todo.extend(typing.get_args(item))
 
@@ -620,12 +646,16 @@ class _NodeWriter:
 
     def _command(self, writes: list[tuple[str, Any]], command: Command[Any]) -> None:
         if command.graph == Command.PARENT:
-            raise ParentCommand(Command(update=command.update, goto=command.goto, resume=command.resume))
+            raise ParentCommand(
+                Command(update=command.update, goto=command.goto, resume=command.resume)
+            )
         if command.graph is not None:
-            raise InvalidUpdateError(f"{self.where.capitalize()} returned Command(graph={command.graph!r}); only None or Command.PARENT are supported")
+            raise InvalidUpdateError(
+                f"{self.where.capitalize()} returned Command(graph={command.graph!r}); only None or Command.PARENT are supported"
+            )
         update = command.update
         if update is not None:
-            if isinstance(update, (list, tuple)) and not isinstance(update, dict):
+            if isinstance(update, (list, tuple)):
                 for key, value in update:
                     if key not in self.output_keys:
                         self._unknown_key(key)
@@ -637,7 +667,10 @@ class _NodeWriter:
             writes.append(self.graph.goto_write(target, self.where))
 
     def __call__(
-        self, task: PregelExecutableTask, output: Any, read_fresh: Callable[[Sequence[str]], dict[str, Any]]
+        self,
+        task: PregelExecutableTask,
+        output: Any,
+        read_fresh: Callable[[Sequence[str]], dict[str, Any]],
     ) -> None:
         writes = task.writes
         if output is None:
@@ -646,7 +679,11 @@ class _NodeWriter:
             self._update(writes, output)
         elif isinstance(output, Command):
             self._command(writes, output)
-        elif isinstance(output, (list, tuple)) and output and any(isinstance(o, Command) for o in output):
+        elif (
+            isinstance(output, (list, tuple))
+            and output
+            and any(isinstance(o, Command) for o in output)
+        ):
             for item in output:
                 if isinstance(item, Command):
                     self._command(writes, item)
@@ -779,8 +816,12 @@ class CompiledStateGraph(Pregel):
             nodes=nodes,
             channels=channels,
             input_channels=START,
-            output_channels=list(output_info.keys) if output_info.keys else list(state_keys),
-            stream_channels=list(state_info.keys) if state_info.keys else list(state_keys),
+            output_channels=list(output_info.keys)
+            if output_info.keys
+            else list(state_keys),
+            stream_channels=list(state_info.keys)
+            if state_info.keys
+            else list(state_keys),
             interrupt_before_nodes=interrupt_before,
             interrupt_after_nodes=interrupt_after,
             checkpointer=checkpointer,
@@ -853,7 +894,9 @@ class CompiledStateGraph(Pregel):
     def map_command(self, command: Command[Any]) -> list[tuple[str, Any]]:
         writes: list[tuple[str, Any]] = []
         if command.graph == Command.PARENT:
-            raise InvalidUpdateError("Command(graph=Command.PARENT) cannot be used as input")
+            raise InvalidUpdateError(
+                "Command(graph=Command.PARENT) cannot be used as input"
+            )
         if command.update is not None:
             update = command.update
             if isinstance(update, (list, tuple)):

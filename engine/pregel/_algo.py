@@ -203,10 +203,14 @@ def prepare_next_tasks(
     null_version = null_version_of(checkpoint)
     for name in candidates:
         node = nodes[name]
-        if not _triggered(node, channels, versions, versions_seen.get(name), null_version):
+        if not _triggered(
+            node, channels, versions, versions_seen.get(name), null_version
+        ):
             continue
         triggers = node.sorted_triggers
-        task_id = task_id_for(checkpoint_id, checkpoint_ns, step_str, name, PULL, *triggers)
+        task_id = task_id_for(
+            checkpoint_id, checkpoint_ns, step_str, name, PULL, *triggers
+        )
         value = node.read_input(channels)
         if value is MISSING:
             continue
@@ -236,7 +240,9 @@ def prepare_push_task(
     node = nodes.get(packet.node)
     if node is None:
         return None
-    task_id = task_id_for(checkpoint_id, checkpoint_ns, step_str, packet.node, PUSH, index)
+    task_id = task_id_for(
+        checkpoint_id, checkpoint_ns, step_str, packet.node, PUSH, index
+    )
     return PregelExecutableTask(
         name=packet.node,
         input=node.map_send_input(packet.arg),
@@ -276,7 +282,11 @@ def apply_writes(
     Returns:
         Names of the channels that changed and hold a value.
     """
-    ordered = sorted(tasks, key=_path_key) if not isinstance(tasks, list) or len(tasks) > 1 else tasks
+    ordered = (
+        sorted(tasks, key=_path_key)
+        if not isinstance(tasks, list) or len(tasks) > 1
+        else tasks
+    )
     bump_step = False
     versions = checkpoint["channel_versions"]
     versions_seen = checkpoint["versions_seen"]
@@ -332,7 +342,11 @@ def apply_writes(
         )
         for chan in idle:
             channel = channels[chan]
-            if channel.is_available() and channel.update(()) and next_version is not None:
+            if (
+                channel.is_available()
+                and channel.update(())
+                and next_version is not None
+            ):
                 versions[chan] = next_version
                 if bumped is not None:
                     bumped.add(chan)

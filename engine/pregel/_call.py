@@ -38,9 +38,16 @@ def _injected_params(func: Any) -> tuple[str, ...]:
     names = []
     params = list(signature.parameters.values())
     for index, param in enumerate(params):
-        if index == 0 and param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+        if index == 0 and param.kind in (
+            param.POSITIONAL_ONLY,
+            param.POSITIONAL_OR_KEYWORD,
+        ):
             continue  # the state argument
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
+        if param.kind in (
+            param.VAR_POSITIONAL,
+            param.VAR_KEYWORD,
+            param.POSITIONAL_ONLY,
+        ):
             continue
         if param.name in INJECTABLE:
             names.append(param.name)
@@ -55,7 +62,8 @@ def _first_param_count(func: Any) -> int:
     return sum(
         1
         for p in signature.parameters.values()
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        and p.default is p.empty
     )
 
 
@@ -68,7 +76,15 @@ class NodeCallable:
     called with the input and the task's config.
     """
 
-    __slots__ = ("afunc", "func", "inject", "is_async", "is_runnable", "name", "takes_input")
+    __slots__ = (
+        "afunc",
+        "func",
+        "inject",
+        "is_async",
+        "is_runnable",
+        "name",
+        "takes_input",
+    )
 
     def __init__(self, func: Any, name: str | None = None) -> None:
         self.name = name or getattr(func, "__name__", type(func).__name__)
@@ -86,7 +102,9 @@ class NodeCallable:
             self.takes_input = True
             return
         if not callable(func):
-            raise TypeError(f"Expected a function or runnable for node {name!r}, got {func!r}")
+            raise TypeError(
+                f"Expected a function or runnable for node {name!r}, got {func!r}"
+            )
         self.is_async = is_async_callable(func)
         self.func = func
         self.afunc = func if self.is_async else None
@@ -132,7 +150,10 @@ class NodeCallable:
         if not self.is_async:
             return None
         kwargs = self._kwargs(scope) if self.inject else None
-        return self.func(value, **kwargs) if kwargs else self.func(value)
+        awaitable: Awaitable[Any] = (
+            self.func(value, **kwargs) if kwargs else self.func(value)
+        )
+        return awaitable
 
 
 def _run_coroutine(coro: Awaitable[Any]) -> Any:

@@ -20,7 +20,9 @@ def map_input(input_channels: str | Sequence[str], chunk: Any) -> list[tuple[str
     if isinstance(input_channels, str):
         return [(input_channels, chunk)]
     if not isinstance(chunk, Mapping):
-        raise TypeError(f"Expected input to be a dict with keys {list(input_channels)}, got {chunk!r}")
+        raise TypeError(
+            f"Expected input to be a dict with keys {list(input_channels)}, got {chunk!r}"
+        )
     return [(k, v) for k, v in chunk.items() if k in input_channels]
 
 

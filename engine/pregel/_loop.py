@@ -48,6 +48,7 @@ from engine.constants import TAG_HIDDEN
 from engine.errors import (
     EmptyInputError,
     ErrorCode,
+    GraphBubbleUp,
     GraphInterrupt,
     InvalidResumeError,
     UnknownInterruptError,
@@ -73,7 +74,13 @@ __all__ = ("PregelLoop", "StreamChunk")
 
 StreamChunk = tuple[tuple[str, ...], str, Any]
 Status = Literal[
-    "input", "pending", "done", "interrupted", "interrupt_before", "interrupt_after", "out_of_steps"
+    "input",
+    "pending",
+    "done",
+    "interrupted",
+    "interrupt_before",
+    "interrupt_after",
+    "out_of_steps",
 ]
 SPECIAL_WRITES = frozenset({ERROR, INTERRUPT, RESUME, NO_WRITES})
 
@@ -119,7 +126,9 @@ class PregelLoop:
         self.modes = modes
         self.sink = sink
         self.ns = ns
-        self.checkpoint_ns: str = self.configurable.get(CONFIG_KEY_CHECKPOINT_NS, "") or ""
+        self.checkpoint_ns: str = (
+            self.configurable.get(CONFIG_KEY_CHECKPOINT_NS, "") or ""
+        )
         self.thread_id: str | None = self.configurable.get(CONFIG_KEY_THREAD_ID)
         self.interrupt_before = interrupt_before
         self.interrupt_after = interrupt_after
@@ -155,6 +164,8 @@ class PregelLoop:
             checkpointer.get_next_version if checkpointer is not None else increment
         )
         self._exit_writes: list[TaskWrites] = []
+        self.parent_scope: TaskScope | None = None
+        self.step_interrupted = False
         self._last_saved_id: str | None = None
         self._unsaved = False
 
@@ -165,7 +176,7 @@ class PregelLoop:
         graph = self.graph
         if saved is None:
             checkpoint = empty_checkpoint()
-            metadata: CheckpointMetadata = {"step": -2}  # type: ignore[typeddict-item]
+            metadata: CheckpointMetadata = {"step": -2}
             pending: list[PendingWrite] = []
             self.checkpoint_config = {
                 **self.config,
@@ -194,7 +205,8 @@ class PregelLoop:
         specs = graph.channels
         values = checkpoint["channel_values"]
         self.channels = {
-            name: spec.from_checkpoint(values.get(name, MISSING)) for name, spec in specs.items()
+            name: spec.from_checkpoint(values.get(name, MISSING))
+            for name, spec in specs.items()
         }
         for name in graph.ephemeral_channels:
             if self.channels[name].is_available():
@@ -220,7 +232,9 @@ class PregelLoop:
         self._max_version = version
         return version
 
-    def _apply(self, tasks: Sequence[PregelTaskWrites | PregelExecutableTask]) -> set[str]:
+    def _apply(
+        self, tasks: Sequence[PregelTaskWrites | PregelExecutableTask]
+    ) -> set[str]:
         return apply_writes(
             self.checkpoint,
             self.channels,
@@ -255,17 +269,29 @@ class PregelLoop:
                     (NULL_TASK_ID, chan, value) for chan, value in null_writes
                 )
             elif input.resume is None:
-                raise EmptyInputError("Received an empty Command: give update, goto or resume")
-        if null := [(c, v) for t, c, v in self.checkpoint_pending_writes if t == NULL_TASK_ID and c not in SPECIAL_WRITES]:
+                raise EmptyInputError(
+                    "Received an empty Command: give update, goto or resume"
+                )
+        if null := [
+            (c, v)
+            for t, c, v in self.checkpoint_pending_writes
+            if t == NULL_TASK_ID and c not in SPECIAL_WRITES
+        ]:
             updated = self._apply([PregelTaskWrites((), INPUT, null, ())])
             if self.updated_channels is not None:
                 self.updated_channels |= updated
             else:
                 self.updated_channels = None
         for task_id, chan, value in self.checkpoint_pending_writes:
-            if task_id == NULL_TASK_ID and chan == RESUME and self._null_resume is MISSING:
+            if (
+                task_id == NULL_TASK_ID
+                and chan == RESUME
+                and self._null_resume is MISSING
+            ):
                 self._null_resume = value
         if resuming:
+            # subgraphs run by the first step's tasks continue from their checkpoints
+            self.configurable[CONFIG_KEY_RESUMING] = True
             seen = dict(self.checkpoint["versions_seen"].get(INTERRUPT, {}))
             seen.update(self.checkpoint["channel_versions"])
             self.checkpoint["versions_seen"][INTERRUPT] = seen
@@ -304,7 +330,9 @@ class PregelLoop:
     def _fork(self) -> None:
         """Replay from a past checkpoint: branch off with a copy, drop its old writes."""
         self.checkpoint_pending_writes = [
-            w for w in self.checkpoint_pending_writes if w[0] == NULL_TASK_ID and w[1] != RESUME
+            w
+            for w in self.checkpoint_pending_writes
+            if w[0] == NULL_TASK_ID and w[1] != RESUME
         ]
         self._fence = False
         self.step -= 1
@@ -340,12 +368,16 @@ class PregelLoop:
                 )
             )
         pending = self.pending_interrupts()
-        is_map = isinstance(resume, dict) and bool(resume) and all(
-            isinstance(k, str) and _looks_like_interrupt_id(k) for k in resume
+        is_map = (
+            isinstance(resume, dict)
+            and bool(resume)
+            and all(isinstance(k, str) and _looks_like_interrupt_id(k) for k in resume)
         )
         if isinstance(resume, dict) and not resume and pending:
             raise UnknownInterruptError(
-                "The resume map names no interrupt", reason="empty_map", pending_ids=sorted(pending)
+                "The resume map names no interrupt",
+                reason="empty_map",
+                pending_ids=sorted(pending),
             )
         if is_map:
             unknown = sorted(set(resume) - set(pending))
@@ -422,6 +454,7 @@ class PregelLoop:
         if not self._emitted_checkpoint and self.checkpointer is not None:
             self._emit_checkpoint()
         self._emitted_checkpoint = True
+        self.step_interrupted = False
         if not self.tasks:
             self.status = "done"
             return False
@@ -457,12 +490,10 @@ class PregelLoop:
             task = self.tasks.get(task_id)
             if task is None:
                 continue
-            if any(chan in (ERROR, INTERRUPT) for chan, _ in writes) and not any(
-                chan not in SPECIAL_WRITES for chan, _ in writes
-            ):
-                if not any(chan == NO_WRITES for chan, _ in writes):
-                    continue
-            regular = [(c, v) for c, v in writes if c not in SPECIAL_WRITES or c == NO_WRITES]
+            # errors and interrupts are not results: those tasks run again
+            regular = [
+                (c, v) for c, v in writes if c not in SPECIAL_WRITES or c == NO_WRITES
+            ]
             if not regular:
                 continue
             task.writes.extend(regular)
@@ -499,9 +530,19 @@ class PregelLoop:
                 self.checkpointer.serde.dumps_typed(value)
 
     def _take_null_resume(self) -> Any:
+        """The run-wide resume value; in a subgraph, the parent task's next answer."""
         value = self._null_resume
-        self._null_resume = MISSING
-        return value
+        if value is not MISSING:
+            self._null_resume = MISSING
+            return value
+        parent = self.parent_scope
+        if parent is not None:
+            index = parent.interrupt_counter
+            if index < len(parent.resume):
+                parent.interrupt_counter += 1
+                return parent.resume[index]
+            return parent.take_null_resume()
+        return MISSING
 
     def _save_resume(self, task: PregelExecutableTask, answers: list[Any]) -> None:
         self._resume_by_task[task.id] = list(answers)
@@ -539,7 +580,9 @@ class PregelLoop:
             "tags": [*config.get("tags", ()), *task.node.tags],
         }
 
-    def task_done(self, task: PregelExecutableTask, error: BaseException | None, last: bool) -> None:
+    def task_done(
+        self, task: PregelExecutableTask, error: BaseException | None, last: bool
+    ) -> None:
         """Record a finished task: save its writes at once, stream its output.
 
         ``last`` says no sibling is still running: then the writes may ride along
@@ -555,8 +598,14 @@ class PregelLoop:
                 self._save_writes(task.id, path, list(task.writes))
             self._emit_task_output(task, cached=False)
             return
+        if isinstance(error, GraphBubbleUp) and not isinstance(error, GraphInterrupt):
+            # a Command for the parent graph: not a failure of this task
+            task.writes.clear()
+            self._flush_deferred()
+            return
         if isinstance(error, GraphInterrupt):
             task.writes.clear()
+            self.step_interrupted = True
             interrupts = list(error.interrupts)
             if interrupts:
                 task.writes.append((INTERRUPT, interrupts))
@@ -586,7 +635,9 @@ class PregelLoop:
             self._deferred = None
             self._save_writes(task_id, path, writes)
 
-    def _save_writes(self, task_id: str, path: str, writes: Sequence[tuple[str, Any]]) -> None:
+    def _save_writes(
+        self, task_id: str, path: str, writes: Sequence[tuple[str, Any]]
+    ) -> None:
         if self.checkpointer is None or self.persistence is None:
             return
         if self.durability == "exit":
@@ -606,7 +657,9 @@ class PregelLoop:
         tasks = list(self.tasks.values())
         self.updated_channels = self._apply(tasks)
         if "values" in self.modes and not self.updated_channels.isdisjoint(
-            (self.stream_keys,) if isinstance(self.stream_keys, str) else self.stream_keys
+            (self.stream_keys,)
+            if isinstance(self.stream_keys, str)
+            else self.stream_keys
         ):
             self._emit("values", self.output_values(self.stream_keys))
         self.checkpoint_pending_writes = []
@@ -643,7 +696,9 @@ class PregelLoop:
         if "updates" in self.modes:
             self._emit("updates", {INTERRUPT: ()})
 
-    def _step_writes(self, tasks: Sequence[PregelExecutableTask]) -> dict[str, Any] | None:
+    def _step_writes(
+        self, tasks: Sequence[PregelExecutableTask]
+    ) -> dict[str, Any] | None:
         if self.checkpointer is None:
             return None
         writes: dict[str, Any] = {}
@@ -660,11 +715,15 @@ class PregelLoop:
                     writes[task.name] = many
             else:
                 writes[task.name] = update
-        return {k: list(v) if isinstance(v, _ManyUpdates) else v for k, v in writes.items()}
+        return {
+            k: list(v) if isinstance(v, _ManyUpdates) else v for k, v in writes.items()
+        }
 
     # -- checkpoints ---------------------------------------------------------------
 
-    def _put_checkpoint(self, source: str, writes: Any, *, advance: bool = True) -> None:
+    def _put_checkpoint(
+        self, source: str, writes: Any, *, advance: bool = True
+    ) -> None:
         """Start a new checkpoint for the current step and save it (per durability)."""
         if self.checkpointer is None:
             if advance:
@@ -686,7 +745,9 @@ class PregelLoop:
             "step": self.step,
             "parents": {
                 ns: cid
-                for ns, cid in self.configurable.get(CONFIG_KEY_CHECKPOINT_MAP, {}).items()
+                for ns, cid in self.configurable.get(
+                    CONFIG_KEY_CHECKPOINT_MAP, {}
+                ).items()
                 if ns != self.checkpoint_ns
             },
         }
@@ -694,7 +755,9 @@ class PregelLoop:
             metadata["writes"] = writes
         self.checkpoint_metadata = metadata  # type: ignore[assignment]
         self.prev_checkpoint_config = (
-            self._config_for(self._last_saved_id) if self._last_saved_id is not None else None
+            self._config_for(self._last_saved_id)
+            if self._last_saved_id is not None
+            else None
         )
         self.checkpoint_config = {
             **self.checkpoint_config,
@@ -744,7 +807,11 @@ class PregelLoop:
         self._deferred = None
         assert self.persistence is not None
         self.persistence.put_step(
-            {CONF: conf}, task_writes, snapshot, metadata, new_versions  # type: ignore[arg-type]
+            {CONF: conf},
+            task_writes,
+            snapshot,
+            metadata,  # type: ignore[arg-type]
+            new_versions,
         )
         self._saved_versions = snapshot["channel_versions"]
         self._bumped = set()
@@ -795,7 +862,9 @@ class PregelLoop:
             writes, self._exit_writes = self._exit_writes, []
             self._save(dict(self.checkpoint_metadata))
             for task_id, path, task_writes in writes:
-                self.persistence.put_writes(self.checkpoint_config, task_writes, task_id, path)
+                self.persistence.put_writes(
+                    self.checkpoint_config, task_writes, task_id, path
+                )
         self._flush_deferred()
         self.persistence.flush()
 
@@ -830,7 +899,16 @@ class PregelLoop:
     def _emit_debug(self, kind: str, payload: Any, step: int) -> None:
         if "debug" in self.modes:
             self.sink(
-                (self.ns, "debug", {"step": step, "timestamp": _now(), "type": kind, "payload": payload})
+                (
+                    self.ns,
+                    "debug",
+                    {
+                        "step": step,
+                        "timestamp": _now(),
+                        "type": kind,
+                        "payload": payload,
+                    },
+                )
             )
 
     def _emit_task_output(self, task: PregelExecutableTask, *, cached: bool) -> None:
@@ -847,12 +925,23 @@ class PregelLoop:
             self._emit_task_result(task, None, [])
 
     def _emit_task_result(
-        self, task: PregelExecutableTask, error: BaseException | None, interrupts: list[Interrupt]
+        self,
+        task: PregelExecutableTask,
+        error: BaseException | None,
+        interrupts: list[Interrupt],
     ) -> None:
-        if TAG_HIDDEN in task.node.tags or not ("tasks" in self.modes or "debug" in self.modes):
+        if TAG_HIDDEN in task.node.tags or not (
+            "tasks" in self.modes or "debug" in self.modes
+        ):
             return
         result = (
-            {c: v for c, v in task.writes if c not in SPECIAL_WRITES and c != TASKS and c in self.graph.output_channel_set}
+            {
+                c: v
+                for c, v in task.writes
+                if c not in SPECIAL_WRITES
+                and c != TASKS
+                and c in self.graph.output_channel_set
+            }
             if error is None and not interrupts
             else None
         )
@@ -880,7 +969,9 @@ class PregelLoop:
             "config": self.checkpoint_config_public(),
             "parent_config": self.prev_checkpoint_config_public(),
             "values": self.output_values(self.stream_keys),
-            "metadata": {k: v for k, v in self.checkpoint_metadata.items() if k != "writes"},
+            "metadata": {
+                k: v for k, v in self.checkpoint_metadata.items() if k != "writes"
+            },
             "next": [t.name for t in self.tasks.values()],
             "tasks": [
                 {"id": t.id, "name": t.name, "interrupts": (), "state": None}

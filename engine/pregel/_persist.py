@@ -8,6 +8,7 @@ saves only what the loop hands over when the run returns.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -59,7 +60,9 @@ def put_step(
     """
     method = getattr(saver, "put_step", None)
     if method is not None:
-        result: RunnableConfig = method(config, task_writes, checkpoint, metadata, new_versions)
+        result: RunnableConfig = method(
+            config, task_writes, checkpoint, metadata, new_versions
+        )
         return result
     for task_id, task_path, writes in task_writes:
         saver.put_writes(config, writes, task_id, task_path)
@@ -121,7 +124,7 @@ class SyncPersistence:
                 job = self._queue[0]
             try:
                 job()
-            except BaseException as exc:  # noqa: BLE001 - re-raised on the loop's thread
+            except BaseException as exc:
                 with self._cond:
                     self._error = exc
             with self._cond:
@@ -135,7 +138,11 @@ class SyncPersistence:
             raise error
 
     def put_writes(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, path: str
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        path: str,
     ) -> None:
         if self.background:
             self._submit(lambda: self.saver.put_writes(config, writes, task_id, path))
@@ -152,10 +159,14 @@ class SyncPersistence:
     ) -> None:
         if self.background:
             self._submit(
-                lambda: put_step(self.saver, config, task_writes, checkpoint, metadata, new_versions)
+                lambda: put_step(
+                    self.saver, config, task_writes, checkpoint, metadata, new_versions
+                )
             )
         else:
-            put_step(self.saver, config, task_writes, checkpoint, metadata, new_versions)
+            put_step(
+                self.saver, config, task_writes, checkpoint, metadata, new_versions
+            )
 
     def flush(self) -> None:
         """Wait for every queued save; raise the first save error, if any."""
@@ -187,7 +198,7 @@ class AsyncPersistence:
             if previous is not None:
                 try:
                     await previous
-                except BaseException:  # noqa: BLE001 - reported once, below
+                except BaseException:
                     return
             try:
                 await make()
@@ -203,7 +214,11 @@ class AsyncPersistence:
         self._tail = task
 
     def put_writes(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, path: str
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        path: str,
     ) -> None:
         self._chain(lambda: self.saver.aput_writes(config, writes, task_id, path))
 
@@ -216,7 +231,9 @@ class AsyncPersistence:
         new_versions: ChannelVersions,
     ) -> None:
         self._chain(
-            lambda: aput_step(self.saver, config, task_writes, checkpoint, metadata, new_versions)
+            lambda: aput_step(
+                self.saver, config, task_writes, checkpoint, metadata, new_versions
+            )
         )
 
     def flush(self) -> None:
@@ -229,10 +246,8 @@ class AsyncPersistence:
     async def aflush(self) -> None:
         tail = self._tail
         if tail is not None:
-            try:
+            with contextlib.suppress(BaseException):
                 await tail
-            except BaseException:  # noqa: BLE001 - the stored error is raised below
-                pass
         if self._error is not None:
             error, self._error = self._error, None
             raise error

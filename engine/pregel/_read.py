@@ -15,7 +15,9 @@ if TYPE_CHECKING:
 
 __all__ = ("NodeWriter", "PregelNode")
 
-NodeWriter = Callable[["PregelExecutableTask", Any, Callable[[Sequence[str]], dict[str, Any]]], None]
+NodeWriter = Callable[
+    ["PregelExecutableTask", Any, Callable[[Sequence[str]], dict[str, Any]]], None
+]
 """Turns a node's return value into writes appended to ``task.writes``.
 
 Receives the task, the node's output, and ``read_fresh(keys)``, which reads

@@ -12,7 +12,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from engine._internal._scope import reset_scope, set_scope
-from engine.errors import GraphBubbleUp, NodeCancelledError, NodeError, NodeTimeoutError
+from engine.errors import (
+    GraphBubbleUp,
+    NodeCancelledError,
+    NodeError,
+    NodeTimeoutError,
+    ParentCommand,
+)
 from engine.types import RetryPolicy, TimeoutPolicy
 
 if TYPE_CHECKING:
@@ -42,7 +48,9 @@ def _write(loop: PregelLoop, task: PregelExecutableTask, output: Any) -> None:
         writer(task, output, read_fresh)
 
 
-def _finish_attempt(scope: TaskScope, loop: PregelLoop, task: PregelExecutableTask, output: Any) -> None:
+def _finish_attempt(
+    scope: TaskScope, loop: PregelLoop, task: PregelExecutableTask, output: Any
+) -> None:
     if scope.interrupted is not None:
         # user code caught the pause signal; the pause still happens
         raise scope.interrupted
@@ -56,7 +64,7 @@ def _handle_error(
     if handler is None:
         return exc
     scope = loop.make_scope(task)
-    scope.error = NodeError(node=task.name, error=exc)  # type: ignore[attr-defined]
+    scope.error = NodeError(node=task.name, error=exc)
     token = set_scope(scope)
     try:
         task.writes.clear()
@@ -85,6 +93,9 @@ def run_task(loop: PregelLoop, task: PregelExecutableTask) -> BaseException | No
         token = set_scope(scope)
         try:
             output = node.bound.invoke(task.input, scope)
+        except ParentCommand as command:
+            # a subgraph run by this node addressed this graph: it is the node's output
+            output = command.command
         except GraphBubbleUp as signal:
             task.writes.clear()
             return signal
@@ -129,7 +140,10 @@ class _Heartbeat:
 
 
 async def _attempt_async(
-    loop: PregelLoop, task: PregelExecutableTask, scope: TaskScope, timeout: TimeoutPolicy | None
+    loop: PregelLoop,
+    task: PregelExecutableTask,
+    scope: TaskScope,
+    timeout: TimeoutPolicy | None,
 ) -> Any:
     node = task.node
     awaitable = node.bound.ainvoke(task.input, scope)
@@ -150,9 +164,13 @@ async def _attempt_async(
             now = time.monotonic()
             deadlines = []
             if timeout.run_timeout is not None:
-                deadlines.append(("run", timeout.run_timeout, start + timeout.run_timeout))
+                deadlines.append(
+                    ("run", timeout.run_timeout, start + timeout.run_timeout)
+                )
             if timeout.idle_timeout is not None:
-                deadlines.append(("idle", timeout.idle_timeout, beat.last + timeout.idle_timeout))
+                deadlines.append(
+                    ("idle", timeout.idle_timeout, beat.last + timeout.idle_timeout)
+                )
             kind, limit, deadline = min(deadlines, key=lambda d: d[2])
             if deadline <= now:
                 inner.cancel()
@@ -183,7 +201,9 @@ def _context_runner(scope: TaskScope) -> Callable[..., Any]:
     return run
 
 
-async def arun_task(loop: PregelLoop, task: PregelExecutableTask) -> BaseException | None:
+async def arun_task(
+    loop: PregelLoop, task: PregelExecutableTask
+) -> BaseException | None:
     """Async twin of :func:`run_task` (timeouts apply to async nodes)."""
     node = task.node
     policies = task.retry_policy or loop.graph.retry_policy
@@ -194,6 +214,8 @@ async def arun_task(loop: PregelLoop, task: PregelExecutableTask) -> BaseExcepti
         token = set_scope(scope)
         try:
             output = await _attempt_async(loop, task, scope, node.timeout)
+        except ParentCommand as command:
+            output = command.command
         except GraphBubbleUp as signal:
             task.writes.clear()
             return signal

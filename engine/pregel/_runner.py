@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import GraphBubbleUp, GraphInterrupt
+from engine.errors import GraphInterrupt
 from engine.pregel._persist import background_pool
 from engine.pregel._retry import arun_task, run_task
 
@@ -46,22 +46,26 @@ class StepOutcome:
 
 
 def _record(
-    loop: PregelLoop, outcome: StepOutcome, task: PregelExecutableTask, error: BaseException | None, last: bool
+    loop: PregelLoop,
+    outcome: StepOutcome,
+    task: PregelExecutableTask,
+    error: BaseException | None,
+    last: bool,
 ) -> None:
-    if error is not None and not isinstance(error, GraphInterrupt):
-        if outcome.error is None:
-            outcome.error = error
+    if (
+        error is not None
+        and not isinstance(error, GraphInterrupt)
+        and outcome.error is None
+    ):
+        outcome.error = error
     loop.task_done(task, error, last and outcome.error is None)
 
 
 def _close_step(loop: PregelLoop, outcome: StepOutcome) -> None:
     if outcome.error is not None:
         loop.step_failed()
-        error = outcome.error
-        if isinstance(error, GraphBubbleUp) or not isinstance(error, Exception):
-            raise error
-        raise error
-    if loop.interrupts:
+        raise outcome.error
+    if loop.step_interrupted:
         loop.after_step_interrupted()
 
 
@@ -81,7 +85,9 @@ def run_step(
             yield from _drain(chunks)
         _close_step(loop, outcome)
         return
-    inbox: queue.SimpleQueue[Any] = chunks if chunks is not None else queue.SimpleQueue()
+    inbox: queue.SimpleQueue[Any] = (
+        chunks if chunks is not None else queue.SimpleQueue()
+    )
     pool = background_pool()
     futures: list[Future[None]] = []
 
@@ -92,7 +98,7 @@ def run_step(
             error: BaseException | None
             try:
                 error = context.run(run_task, loop, task)
-            except BaseException as exc:  # noqa: BLE001 - reported to the driver
+            except BaseException as exc:
                 error = exc
             inbox.put(_Done(task, error))
 
@@ -145,7 +151,7 @@ async def arun_step(
             error = await arun_task(loop, task)
         except asyncio.CancelledError:
             raise
-        except BaseException as exc:  # noqa: BLE001 - reported to the driver
+        except BaseException as exc:
             error = exc
         inbox.put_nowait(_Done(task, error))
 

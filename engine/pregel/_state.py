@@ -15,6 +15,7 @@ from engine._internal._constants import (
     CONF,
     CONFIG_KEY_CHECKPOINT_ID,
     CONFIG_KEY_CHECKPOINT_NS,
+    CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_THREAD_ID,
     END,
     ERROR,
@@ -66,7 +67,9 @@ def _saver_or_raise(graph: Pregel, config: RunnableConfig) -> BaseCheckpointSave
     return saver
 
 
-def _channels(graph: Pregel, checkpoint: Checkpoint) -> dict[str, BaseChannel[Any, Any, Any]]:
+def _channels(
+    graph: Pregel, checkpoint: Checkpoint
+) -> dict[str, BaseChannel[Any, Any, Any]]:
     values = checkpoint["channel_values"]
     return {
         name: spec.from_checkpoint(values.get(name, MISSING))
@@ -103,7 +106,11 @@ def _public_config(config: RunnableConfig | None) -> RunnableConfig | None:
 
 
 def snapshot_from(
-    graph: Pregel, saved: CheckpointTuple, *, live: bool, saver: BaseCheckpointSaver | None = None
+    graph: Pregel,
+    saved: CheckpointTuple,
+    *,
+    live: bool,
+    saver: BaseCheckpointSaver | None = None,
 ) -> StateSnapshot:
     """A :class:`StateSnapshot` of a saved checkpoint.
 
@@ -117,7 +124,9 @@ def snapshot_from(
     step = saved.metadata.get("step", -1) + 1
     ns = saved.config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_NS, "")
     pending = saved.pending_writes or []
-    null_writes = [(c, v) for t, c, v in pending if t == NULL_TASK_ID and c not in _SPECIAL]
+    null_writes = [
+        (c, v) for t, c, v in pending if t == NULL_TASK_ID and c not in _SPECIAL
+    ]
     if null_writes:
         apply_writes(
             _copy_for_read(checkpoint),
@@ -157,7 +166,9 @@ def snapshot_from(
         if task.name in subgraph_names:
             state = {
                 CONF: {
-                    CONFIG_KEY_THREAD_ID: saved.config.get(CONF, {}).get(CONFIG_KEY_THREAD_ID),
+                    CONFIG_KEY_THREAD_ID: saved.config.get(CONF, {}).get(
+                        CONFIG_KEY_THREAD_ID
+                    ),
                     CONFIG_KEY_CHECKPOINT_NS: task.ns,
                 }
             }
@@ -174,11 +185,13 @@ def snapshot_from(
         )
     if live and done:
         apply_writes(
-            _copy_for_read(checkpoint), channels, done, lambda: None, graph.trigger_to_nodes
+            _copy_for_read(checkpoint),
+            channels,
+            done,
+            lambda: None,
+            graph.trigger_to_nodes,
         )
-    next_names = tuple(
-        t.name for t in tasks.values() if not (live and t.writes)
-    )
+    next_names = tuple(t.name for t in tasks.values() if not (live and t.writes))
     return StateSnapshot(
         values=graph.map_output(_read(graph, channels)),
         next=next_names,
@@ -218,7 +231,9 @@ def _as_error(value: Any) -> Exception | None:
     if isinstance(value, Exception):
         return value
     if isinstance(value, dict):
-        return StoredError(str(value.get("error", "Error")), str(value.get("message", "")))
+        return StoredError(
+            str(value.get("error", "Error")), str(value.get("message", ""))
+        )
     return StoredError("Error", str(value))
 
 
@@ -235,7 +250,9 @@ def _empty_snapshot(config: RunnableConfig) -> StateSnapshot:
     )
 
 
-def get_state(graph: Pregel, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
+def get_state(
+    graph: Pregel, config: RunnableConfig, *, subgraphs: bool = False
+) -> StateSnapshot:
     merged, _ = graph._resolve(config)
     saver = _saver_or_raise(graph, merged)
     saved = saver.get_tuple(merged)
@@ -244,21 +261,30 @@ def get_state(graph: Pregel, config: RunnableConfig, *, subgraphs: bool = False)
         return _empty_snapshot(config)
     snapshot = snapshot_from(graph, saved, live=True, saver=saver)
     if subgraphs:
-        snapshot = _with_subgraph_states(graph, snapshot, merged)
+        snapshot = _with_subgraph_states(graph, snapshot, merged, saver)
     return snapshot
 
 
-def _with_subgraph_states(graph: Pregel, snapshot: StateSnapshot, config: RunnableConfig) -> StateSnapshot:
+def _with_subgraph_states(
+    graph: Pregel,
+    snapshot: StateSnapshot,
+    config: RunnableConfig,
+    saver: BaseCheckpointSaver,
+) -> StateSnapshot:
     subgraphs = dict(graph.get_subgraphs())
     tasks = []
     for task in snapshot.tasks:
         sub = subgraphs.get(task.name)
         if sub is not None and isinstance(task.state, dict):
             child_config = {
-                CONF: {**config.get(CONF, {}), **task.state[CONF]},
+                CONF: {
+                    **config.get(CONF, {}),
+                    **task.state[CONF],
+                    CONFIG_KEY_CHECKPOINTER: saver,
+                },
             }
             child_config[CONF].pop(CONFIG_KEY_CHECKPOINT_ID, None)
-            state = get_state(sub, child_config, subgraphs=True)  # type: ignore[arg-type]
+            state = get_state(sub, child_config, subgraphs=True)
             if state.metadata is not None:
                 task = task._replace(state=state)
         tasks.append(task)
@@ -279,7 +305,9 @@ def _raise_if_addressed(config: RunnableConfig) -> None:
         )
 
 
-async def aget_state(graph: Pregel, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
+async def aget_state(
+    graph: Pregel, config: RunnableConfig, *, subgraphs: bool = False
+) -> StateSnapshot:
     merged, _ = graph._resolve(config)
     saver = _saver_or_raise(graph, merged)
     saved = await saver.aget_tuple(merged)
@@ -288,7 +316,7 @@ async def aget_state(graph: Pregel, config: RunnableConfig, *, subgraphs: bool =
         return _empty_snapshot(config)
     snapshot = snapshot_from(graph, saved, live=True, saver=saver)
     if subgraphs:
-        snapshot = _with_subgraph_states(graph, snapshot, merged)
+        snapshot = _with_subgraph_states(graph, snapshot, merged, saver)
     return snapshot
 
 
@@ -308,7 +336,9 @@ def get_state_history(
 ) -> Iterator[StateSnapshot]:
     merged, _ = graph._resolve(config)
     saver = _saver_or_raise(graph, merged)
-    for saved in saver.list(_history_config(merged), filter=filter, before=before, limit=limit):
+    for saved in saver.list(
+        _history_config(merged), filter=filter, before=before, limit=limit
+    ):
         yield snapshot_from(graph, saved, live=False, saver=saver)
 
 
@@ -322,7 +352,9 @@ async def aget_state_history(
 ) -> AsyncIterator[StateSnapshot]:
     merged, _ = graph._resolve(config)
     saver = _saver_or_raise(graph, merged)
-    async for saved in saver.alist(_history_config(merged), filter=filter, before=before, limit=limit):
+    async for saved in saver.alist(
+        _history_config(merged), filter=filter, before=before, limit=limit
+    ):
         yield snapshot_from(graph, saved, live=False, saver=saver)
 
 
@@ -338,7 +370,10 @@ def infer_as_node(graph: Pregel, checkpoint: Checkpoint) -> str | None:
         for version in versions.values()
     )
     if not last:
-        if isinstance(graph.input_channels, str) and graph.input_channels in graph.nodes:
+        if (
+            isinstance(graph.input_channels, str)
+            and graph.input_channels in graph.nodes
+        ):
             return graph.input_channels
         return None
     if len(last) == 1 or last[-1][0] != last[-2][0]:
@@ -349,7 +384,13 @@ def infer_as_node(graph: Pregel, checkpoint: Checkpoint) -> str | None:
 class _UpdatePlan:
     """An update computed against a loaded checkpoint, ready to save."""
 
-    __slots__ = ("checkpoint", "metadata", "new_versions", "parent_config", "task_writes")
+    __slots__ = (
+        "checkpoint",
+        "metadata",
+        "new_versions",
+        "parent_config",
+        "task_writes",
+    )
 
     def __init__(self) -> None:
         self.checkpoint: Checkpoint = empty_checkpoint()
@@ -375,7 +416,10 @@ def plan_update(
         _raise_if_addressed(config)
         checkpoint = empty_checkpoint()
         step = -1
-        parent_conf: dict[str, Any] = {CONFIG_KEY_THREAD_ID: thread_id, CONFIG_KEY_CHECKPOINT_NS: ns}
+        parent_conf: dict[str, Any] = {
+            CONFIG_KEY_THREAD_ID: thread_id,
+            CONFIG_KEY_CHECKPOINT_NS: ns,
+        }
         parents: dict[str, Any] = {}
     else:
         checkpoint = _copy_for_read(saved.checkpoint)
@@ -410,12 +454,21 @@ def plan_update(
         if values is not None:
             raise InvalidUpdateError("Cannot apply values when as_node is END")
         # finish the thread: mark every pending task as seen, write nothing
-        tasks = prepare_next_tasks(checkpoint, graph.nodes, channels, step + 1, checkpoint_ns=ns, for_execution=False)
+        tasks = prepare_next_tasks(
+            checkpoint,
+            graph.nodes,
+            channels,
+            step + 1,
+            checkpoint_ns=ns,
+            for_execution=False,
+        )
         writes: list[PregelTaskWrites | PregelExecutableTask] = list(tasks.values())
     elif as_node == INPUT or (as_node == START and START not in graph.nodes):
         input_writes = graph.map_input(values)
         if not input_writes:
-            raise InvalidUpdateError(f"Received no input writes for {graph.input_channels!r}")
+            raise InvalidUpdateError(
+                f"Received no input writes for {graph.input_channels!r}"
+            )
         writes = [PregelTaskWrites((), INPUT, input_writes, ())]
     else:
         node = graph.nodes.get(as_node)
@@ -428,7 +481,9 @@ def plan_update(
             )
         if not node.writers:
             raise InvalidUpdateError(f"Node {as_node!r} has no writers")
-        update_task_id = task_id or _task_id_for_update(graph, checkpoint, channels, step, ns, as_node)
+        update_task_id = task_id or _task_id_for_update(
+            graph, checkpoint, channels, step, ns, as_node
+        )
         task = PregelExecutableTask(
             name=as_node,
             input=values,
@@ -472,7 +527,11 @@ def plan_update(
     if graph.schema_version is not None:
         checkpoint["schema_version"] = graph.schema_version
     plan.checkpoint = checkpoint
-    plan.new_versions = {c: checkpoint["channel_versions"][c] for c in bumped if c in checkpoint["channel_versions"]}
+    plan.new_versions = {
+        c: checkpoint["channel_versions"][c]
+        for c in bumped
+        if c in checkpoint["channel_versions"]
+    }
     plan.metadata = {
         "source": "update",
         "step": step + 1,
@@ -491,7 +550,12 @@ def _task_id_for_update(
     as_node: str,
 ) -> str:
     tasks = prepare_next_tasks(
-        checkpoint, graph.nodes, channels, step + 1, checkpoint_ns=ns, for_execution=False
+        checkpoint,
+        graph.nodes,
+        channels,
+        step + 1,
+        checkpoint_ns=ns,
+        for_execution=False,
     )
     for task in tasks.values():
         if task.name == as_node:
@@ -514,7 +578,12 @@ def update_state(
     for tid, writes in plan.task_writes:
         if saved is not None and writes:
             saver.put_writes(plan.parent_config, writes, tid)
-    return saver.put(plan.parent_config, plan.checkpoint, plan.metadata, plan.new_versions)  # type: ignore[arg-type]
+    return saver.put(
+        plan.parent_config,
+        plan.checkpoint,
+        plan.metadata,  # type: ignore[arg-type]
+        plan.new_versions,
+    )
 
 
 async def aupdate_state(
@@ -532,4 +601,9 @@ async def aupdate_state(
     for tid, writes in plan.task_writes:
         if saved is not None and writes:
             await saver.aput_writes(plan.parent_config, writes, tid)
-    return await saver.aput(plan.parent_config, plan.checkpoint, plan.metadata, plan.new_versions)  # type: ignore[arg-type]
+    return await saver.aput(
+        plan.parent_config,
+        plan.checkpoint,
+        plan.metadata,  # type: ignore[arg-type]
+        plan.new_versions,
+    )

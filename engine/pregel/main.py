@@ -7,6 +7,7 @@ reads and writes for time travel live in ``_state``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
@@ -27,7 +28,12 @@ from engine._internal._constants import (
 from engine._internal._scope import TaskScope, current_scope
 from engine._internal._typing import MISSING, RunnableConfig
 from engine.channels.base import BaseChannel
-from engine.checkpoint.base import BaseCheckpointSaver, Checkpoint, CheckpointTuple, require_thread_id
+from engine.checkpoint.base import (
+    BaseCheckpointSaver,
+    Checkpoint,
+    CheckpointTuple,
+    require_thread_id,
+)
 from engine.errors import (
     ErrorCode,
     GraphInterrupt,
@@ -81,7 +87,9 @@ class Pregel:
             channel.key = key
         self.input_channels = input_channels
         self.output_channels = output_channels
-        self.stream_channels = stream_channels if stream_channels is not None else output_channels
+        self.stream_channels = (
+            stream_channels if stream_channels is not None else output_channels
+        )
         self.stream_mode = stream_mode
         self.interrupt_before_nodes = interrupt_before_nodes
         self.interrupt_after_nodes = interrupt_after_nodes
@@ -109,7 +117,9 @@ class Pregel:
             k for k, ch in self.channels.items() if ch.clears_when_idle
         )
         self.finisher_channels = tuple(
-            k for k, ch in self.channels.items() if type(ch).finish is not BaseChannel.finish
+            k
+            for k, ch in self.channels.items()
+            if type(ch).finish is not BaseChannel.finish
         )
         out = self.output_channels
         self.output_channel_set = frozenset((out,) if isinstance(out, str) else out)
@@ -125,7 +135,9 @@ class Pregel:
             if isinstance(target, Send):
                 writes.append((TASKS, target))
             elif target != END:
-                raise ValueError(f"Command(goto={target!r}) is not supported by this graph")
+                raise ValueError(
+                    f"Command(goto={target!r}) is not supported by this graph"
+                )
         writes.extend(command._update_as_tuples())
         return writes
 
@@ -160,15 +172,20 @@ class Pregel:
                 values[key] = value
         return values
 
+    def validate_update(self, as_node: str, values: Any) -> None:
+        """Refuse an ``update_state`` the graph cannot apply (see StateGraph)."""
+
     def migrate_checkpoint(self, checkpoint: Checkpoint) -> None:
         """Bring a checkpoint saved under an older schema up to date (see StateGraph)."""
 
     # -- configuration -------------------------------------------------------------
 
-    def with_config(self, config: RunnableConfig | None = None, **kwargs: Any) -> Pregel:
+    def with_config(
+        self, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Pregel:
         """A copy of this graph that merges ``config`` into every call's config."""
         clone = self.copy()
-        clone.config = merge_configs(self.config, config, kwargs or None)  # type: ignore[arg-type]
+        clone.config = merge_configs(self.config, config, kwargs or None)
         return clone
 
     def copy(self, **updates: Any) -> Pregel:
@@ -177,7 +194,9 @@ class Pregel:
         clone.__dict__.update(updates)
         return clone
 
-    def get_subgraphs(self, *, namespace: str | None = None, recurse: bool = False) -> Iterator[tuple[str, Pregel]]:
+    def get_subgraphs(
+        self, *, namespace: str | None = None, recurse: bool = False
+    ) -> Iterator[tuple[str, Pregel]]:
         """Compiled graphs used as nodes (``(name, graph)`` pairs)."""
         for name, node in self.nodes.items():
             if namespace is not None and not namespace.startswith(name):
@@ -198,12 +217,16 @@ class Pregel:
         return inherited if isinstance(inherited, BaseCheckpointSaver) else None
 
     def _resolve(
-        self, config: RunnableConfig | None
+        self, config: RunnableConfig | None, *, new_run: bool = False
     ) -> tuple[RunnableConfig, TaskScope | None]:
         parent = current_scope()
         base: RunnableConfig | None = None
         if parent is not None:
             base = resolve_parent_config(parent, self)
+            if new_run:
+                base[CONF][CONFIG_KEY_CHECKPOINT_NS] = _child_ns(
+                    parent, self.checkpointer
+                )
         merged = merge_configs(self.config, base, config)
         merged.setdefault("recursion_limit", 25)
         limit = merged["recursion_limit"]
@@ -227,21 +250,25 @@ class Pregel:
         durability: Durability | None,
         is_async: bool,
     ) -> PregelLoop:
-        merged, parent = self._resolve(config)
+        merged, parent = self._resolve(config, new_run=True)
         saver = self._saver(merged)
-        conf = merged.setdefault(CONF, {})  # type: ignore[typeddict-item]
+        conf = merged.setdefault(CONF, {})
         if saver is not None:
             require_thread_id(merged, "A graph compiled with a checkpointer")
             conf[CONFIG_KEY_CHECKPOINTER] = saver
         durability = durability or conf.get("__engine_durability") or "async"
         if durability not in ("sync", "async", "exit"):
-            raise ValueError(f"durability must be 'sync', 'async' or 'exit', got {durability!r}")
+            raise ValueError(
+                f"durability must be 'sync', 'async' or 'exit', got {durability!r}"
+            )
         conf["__engine_durability"] = durability
         persistence: SyncPersistence | AsyncPersistence | None = None
         if saver is not None:
             background = durability == "async"
             persistence = (
-                AsyncPersistence(saver, background) if is_async else SyncPersistence(saver, background)
+                AsyncPersistence(saver, background)
+                if is_async
+                else SyncPersistence(saver, background)
             )
         runtime = self._runtime(merged, context, sink, parent)
         ns: tuple[str, ...] = ()
@@ -258,11 +285,17 @@ class Pregel:
             modes=modes,
             sink=sink,
             ns=ns,
-            interrupt_before=interrupt_before if interrupt_before is not None else self.interrupt_before_nodes,
-            interrupt_after=interrupt_after if interrupt_after is not None else self.interrupt_after_nodes,
+            interrupt_before=interrupt_before
+            if interrupt_before is not None
+            else self.interrupt_before_nodes,
+            interrupt_after=interrupt_after
+            if interrupt_after is not None
+            else self.interrupt_after_nodes,
             runtime=runtime,
             is_nested=parent is not None,
-            output_keys=output_keys if output_keys is not None else self.output_channels,
+            output_keys=output_keys
+            if output_keys is not None
+            else self.output_channels,
             stream_keys=self.stream_channels,
         )
         loop.parent_scope = parent
@@ -283,7 +316,11 @@ class Pregel:
             context = inherited.context
         if context is not None and self.context_schema is not None:
             context = _coerce_context(self.context_schema, context)
-        store = self.store if self.store is not None else (inherited.store if inherited else None)
+        store = (
+            self.store
+            if self.store is not None
+            else (inherited.store if inherited else None)
+        )
 
         def writer(chunk: Any) -> None:
             sink((ns, "custom", chunk))
@@ -307,7 +344,9 @@ class Pregel:
         _check_found(config, saved)
         return saved, head
 
-    async def _aload(self, loop: PregelLoop) -> tuple[CheckpointTuple | None, str | None]:
+    async def _aload(
+        self, loop: PregelLoop
+    ) -> tuple[CheckpointTuple | None, str | None]:
         saver = loop.checkpointer
         if saver is None:
             return None, None
@@ -341,9 +380,11 @@ class Pregel:
         With one mode the chunks are that mode's payloads; with several they are
         ``(mode, payload)`` pairs; ``subgraphs=True`` prefixes the namespace.
         """
-        modes, single = _modes(stream_mode if stream_mode is not None else self.stream_mode)
+        modes, single = _modes(
+            stream_mode if stream_mode is not None else self.stream_mode
+        )
         chunks: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        sink = chunks.put
+        sink = _forwarding(chunks.put, _parent_sink(current_scope()))
         loop = self._make_loop(
             input,
             config,
@@ -360,7 +401,9 @@ class Pregel:
         for ns, mode, payload in self._drive(loop, chunks, live):
             if ns and not subgraphs:
                 continue
-            yield format_chunk(ns, mode, payload, single_mode=single, subgraphs=subgraphs)
+            yield format_chunk(
+                ns, mode, payload, single_mode=single, subgraphs=subgraphs
+            )
 
     def _drive(
         self, loop: PregelLoop, chunks: queue.SimpleQueue[Any] | None, live: bool
@@ -401,8 +444,16 @@ class Pregel:
                 )
             )
         if loop.interrupts and "values" in loop.modes:
-            yield (loop.ns, "values", with_interrupts(loop.output_values(loop.stream_keys), loop.interrupts))
-        if loop.is_nested and loop.status in ("interrupted", "interrupt_before", "interrupt_after"):
+            yield (
+                loop.ns,
+                "values",
+                with_interrupts(loop.output_values(loop.stream_keys), loop.interrupts),
+            )
+        if loop.is_nested and loop.status in (
+            "interrupted",
+            "interrupt_before",
+            "interrupt_after",
+        ):
             raise GraphInterrupt(loop.interrupts)
 
     def invoke(
@@ -520,7 +571,9 @@ class Pregel:
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         """Async twin of :meth:`stream`."""
-        modes, single = _modes(stream_mode if stream_mode is not None else self.stream_mode)
+        modes, single = _modes(
+            stream_mode if stream_mode is not None else self.stream_mode
+        )
         chunks: asyncio.Queue[Any] = asyncio.Queue()
         event_loop = asyncio.get_running_loop()
         owner = threading.get_ident()
@@ -546,7 +599,9 @@ class Pregel:
         async for ns, mode, payload in self._adrive(loop, chunks):
             if ns and not subgraphs:
                 continue
-            yield format_chunk(ns, mode, payload, single_mode=single, subgraphs=subgraphs)
+            yield format_chunk(
+                ns, mode, payload, single_mode=single, subgraphs=subgraphs
+            )
 
     async def _adrive(
         self, loop: PregelLoop, chunks: asyncio.Queue[Any] | None
@@ -578,10 +633,8 @@ class Pregel:
                 await persistence.aflush()
         except BaseException:
             if isinstance(persistence, AsyncPersistence):
-                try:
+                with contextlib.suppress(BaseException):
                     await persistence.aflush()
-                except BaseException:  # noqa: BLE001 - the run's own error wins
-                    pass
             raise
         if chunks is not None:
             for item in _adrain(chunks):
@@ -621,20 +674,27 @@ class Pregel:
         configs = _configs_for(inputs, config)
         return list(
             await asyncio.gather(
-                *(self.ainvoke(i, c, **kwargs) for i, c in zip(inputs, configs, strict=True)),
+                *(
+                    self.ainvoke(i, c, **kwargs)
+                    for i, c in zip(inputs, configs, strict=True)
+                ),
                 return_exceptions=return_exceptions,
             )
         )
 
     # -- state (time travel) -------------------------------------------------------
 
-    def get_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
+    def get_state(
+        self, config: RunnableConfig, *, subgraphs: bool = False
+    ) -> StateSnapshot:
         """The thread's state at the addressed (or latest) checkpoint."""
         from engine.pregel import _state  # noqa: PLC0415 - keeps import graph small
 
         return _state.get_state(self, config, subgraphs=subgraphs)
 
-    async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
+    async def aget_state(
+        self, config: RunnableConfig, *, subgraphs: bool = False
+    ) -> StateSnapshot:
         from engine.pregel import _state  # noqa: PLC0415
 
         return await _state.aget_state(self, config, subgraphs=subgraphs)
@@ -650,7 +710,9 @@ class Pregel:
         """Snapshots of the thread's checkpoints, newest first."""
         from engine.pregel import _state  # noqa: PLC0415
 
-        return _state.get_state_history(self, config, filter=filter, before=before, limit=limit)
+        return _state.get_state_history(
+            self, config, filter=filter, before=before, limit=limit
+        )
 
     async def aget_state_history(
         self,
@@ -680,7 +742,9 @@ class Pregel:
         """
         from engine.pregel import _state  # noqa: PLC0415
 
-        return _state.update_state(self, config, values, as_node=as_node, task_id=task_id)
+        return _state.update_state(
+            self, config, values, as_node=as_node, task_id=task_id
+        )
 
     async def aupdate_state(
         self,
@@ -691,11 +755,15 @@ class Pregel:
     ) -> RunnableConfig:
         from engine.pregel import _state  # noqa: PLC0415
 
-        return await _state.aupdate_state(self, config, values, as_node=as_node, task_id=task_id)
+        return await _state.aupdate_state(
+            self, config, values, as_node=as_node, task_id=task_id
+        )
 
     # -- drawing -------------------------------------------------------------------
 
-    def get_graph(self, config: RunnableConfig | None = None, *, xray: int | bool = False) -> Any:
+    def get_graph(
+        self, config: RunnableConfig | None = None, *, xray: int | bool = False
+    ) -> Any:
         """Drawing data: nodes and edges (conditional ones marked)."""
         from engine.pregel._draw import draw_graph  # noqa: PLC0415
 
@@ -708,14 +776,24 @@ class Pregel:
         return f"{type(self).__name__}(name={self.name!r}, nodes={list(self.nodes)!r})"
 
 
-def _modes(stream_mode: StreamMode | Sequence[StreamMode]) -> tuple[frozenset[str], bool]:
+def _modes(
+    stream_mode: StreamMode | Sequence[StreamMode],
+) -> tuple[frozenset[str], bool]:
     if isinstance(stream_mode, str):
         modes = frozenset((stream_mode,))
         single = True
     else:
         modes = frozenset(stream_mode)
         single = False
-    unknown = modes - {"values", "updates", "checkpoints", "tasks", "debug", "messages", "custom"}
+    unknown = modes - {
+        "values",
+        "updates",
+        "checkpoints",
+        "tasks",
+        "debug",
+        "messages",
+        "custom",
+    }
     if unknown:
         raise ValueError(f"Unknown stream_mode {sorted(unknown)}")
     return modes, single
@@ -723,6 +801,37 @@ def _modes(stream_mode: StreamMode | Sequence[StreamMode]) -> tuple[frozenset[st
 
 def _discard(_: StreamChunk) -> None:
     return None
+
+
+def _forwarding(
+    own: Callable[[StreamChunk], None],
+    parent: tuple[Callable[[StreamChunk], None], frozenset[str]] | None,
+) -> Callable[[StreamChunk], None]:
+    """A nested stream's sink: its own queue, and the parent run's stream too."""
+    if parent is None:
+        return own
+    parent_sink, parent_modes = parent
+
+    def both(chunk: StreamChunk) -> None:
+        own(chunk)
+        if chunk[1] in parent_modes:
+            parent_sink(chunk)
+
+    return both
+
+
+def _child_ns(parent: TaskScope, checkpointer: Any) -> str:
+    """Namespace of a graph run inside a task: the task's, numbered after the first.
+
+    A subgraph compiled with ``checkpointer=True`` keeps one namespace per node
+    path (no task ids), so its state carries over between calls on the thread.
+    """
+    index = parent.subgraph_counter
+    parent.subgraph_counter += 1
+    ns = parent.checkpoint_ns if index == 0 else f"{parent.checkpoint_ns}#{index}"
+    if checkpointer is True:
+        ns = "|".join(part.split(":", 1)[0] for part in ns.split("|"))
+    return ns
 
 
 def _drain(chunks: queue.SimpleQueue[Any]) -> Iterator[StreamChunk]:
@@ -741,10 +850,8 @@ def _adrain(chunks: asyncio.Queue[Any]) -> Iterator[StreamChunk]:
 def _flush_quietly(loop: PregelLoop) -> None:
     persistence = loop.persistence
     if isinstance(persistence, SyncPersistence):
-        try:
+        with contextlib.suppress(BaseException):
             persistence.flush()
-        except BaseException:  # noqa: BLE001 - the run's own error wins
-            pass
 
 
 def _parent_sink(
@@ -760,7 +867,7 @@ def _configs_for(
     inputs: Sequence[Any], config: RunnableConfig | Sequence[RunnableConfig] | None
 ) -> list[RunnableConfig | None]:
     if config is None or isinstance(config, Mapping):
-        return [config] * len(inputs)  # type: ignore[list-item]
+        return [config] * len(inputs)
     configs = list(config)
     if len(configs) != len(inputs):
         raise ValueError("batch() got a different number of configs and inputs")
@@ -781,7 +888,9 @@ def _coerce_context(schema: type[Any], context: Any) -> Any:
 
 
 def _without_checkpoint_id(config: RunnableConfig) -> RunnableConfig:
-    conf = {k: v for k, v in config.get(CONF, {}).items() if k != CONFIG_KEY_CHECKPOINT_ID}
+    conf = {
+        k: v for k, v in config.get(CONF, {}).items() if k != CONFIG_KEY_CHECKPOINT_ID
+    }
     return {**config, CONF: conf}
 
 

@@ -15,6 +15,7 @@ execute code. ``lenient=True`` (used by the studio to display data) returns an
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import datetime as dt
 import decimal
@@ -114,7 +115,10 @@ class _Encoder:
                 break
         if plain:
             return {key: enc(value, path) for key, value in obj.items()}
-        return {TAG: "dict", "v": [[enc(k, path), enc(v, path)] for k, v in obj.items()]}
+        return {
+            TAG: "dict",
+            "v": [[enc(k, path), enc(v, path)] for k, v in obj.items()],
+        }
 
     def _encode_other(self, obj: Any, cls: type[Any], path: str) -> Any:
         enc = self.encode
@@ -139,15 +143,15 @@ class _Encoder:
         if isinstance(obj, (set, frozenset)):
             tag = "set" if isinstance(obj, set) else "frozenset"
             items = [enc(item, path) for item in obj]
-            try:
+            with contextlib.suppress(TypeError):
                 items.sort(key=orjson.dumps)
-            except TypeError:
-                pass
             return {TAG: tag, "v": items}
         model_fields = getattr(cls, "model_fields", None)
         if model_fields is not None and hasattr(obj, "__pydantic_fields_set__"):
             self.seen_types.append(cls)
-            values = {name: enc(getattr(obj, name), f"{path}.{name}") for name in model_fields}
+            values = {
+                name: enc(getattr(obj, name), f"{path}.{name}") for name in model_fields
+            }
             extra = getattr(obj, "__pydantic_extra__", None)
             if extra:
                 values.update({k: enc(v, f"{path}.{k}") for k, v in extra.items()})
@@ -166,7 +170,11 @@ class _Encoder:
             return {TAG: "dataclass", "c": _type_name(cls), "v": fields}
         if isinstance(obj, tuple) and hasattr(cls, "_fields"):
             self.seen_types.append(cls)
-            return {TAG: "namedtuple", "c": _type_name(cls), "v": [enc(v, path) for v in obj]}
+            return {
+                TAG: "namedtuple",
+                "c": _type_name(cls),
+                "v": [enc(v, path) for v in obj],
+            }
         if isinstance(obj, str):
             return str(obj)
         if isinstance(obj, int) and not isinstance(obj, bool):
@@ -224,7 +232,10 @@ class _Decoder:
         if cls is not None:
             return cls
         module_name, _, qualname = name.partition(":")
-        if any(module_name == p or module_name.startswith(p + ".") for p in _ALLOWED_PREFIXES):
+        if any(
+            module_name == p or module_name.startswith(p + ".")
+            for p in _ALLOWED_PREFIXES
+        ):
             try:
                 target: Any = importlib.import_module(module_name)
                 for part in qualname.split("."):
@@ -250,7 +261,7 @@ class _Decoder:
 
     def _decode_tagged(self, tag: str, obj: dict[str, Any]) -> Any:
         dec = self.decode
-        value = obj.get("v")
+        value: Any = obj.get("v")
         if tag == "tuple":
             return tuple(dec(item) for item in value)
         if tag == "dict":
@@ -298,7 +309,7 @@ class _Decoder:
     def _decode_class(self, tag: str, obj: dict[str, Any]) -> Any:
         name = obj["c"]
         cls = self._resolve(name)
-        value = obj.get("v")
+        value: Any = obj.get("v")
         if cls is None:
             return UnknownObject(name, self.decode(value))
         if tag == "enum":
@@ -309,7 +320,8 @@ class _Decoder:
         if tag == "pydantic":
             fields_set = obj.get("s")
             instance = cls.model_construct(
-                _fields_set=set(fields_set) if fields_set is not None else None, **fields
+                _fields_set=set(fields_set) if fields_set is not None else None,
+                **fields,
             )
             return instance
         instance = object.__new__(cls)
@@ -346,7 +358,8 @@ class JsonPlusSerializer:
 
     def loads(self, data: bytes | str) -> Any:
         parsed = orjson.loads(data)
-        if (b'"__t"' if isinstance(data, bytes) else '"__t"') not in data:
+        raw = data if isinstance(data, bytes) else data.encode()
+        if b'"__t"' not in raw:
             return parsed
         return self._decoder.decode(parsed)
 
