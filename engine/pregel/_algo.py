@@ -57,6 +57,7 @@ class PregelExecutableTask:
 
     __slots__ = (
         "cache_key",
+        "finished",
         "id",
         "input",
         "name",
@@ -65,6 +66,7 @@ class PregelExecutableTask:
         "path",
         "retry_policy",
         "send",
+        "started",
         "triggers",
         "writes",
     )
@@ -92,6 +94,8 @@ class PregelExecutableTask:
         self.writes: list[tuple[str, Any]] = []
         self.retry_policy = node.retry_policy
         self.cache_key: Any = None
+        self.started = 0.0
+        self.finished = 0.0
 
     def __repr__(self) -> str:
         return f"PregelExecutableTask(name={self.name!r}, id={self.id!r}, path={self.path!r})"

@@ -9,10 +9,12 @@ sink as ``(namespace, mode, payload)``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from engine import events as ev
 from engine._internal._constants import (
     CONF,
     CONFIG_KEY_CHECKPOINT_ID,
@@ -580,6 +582,20 @@ class PregelLoop:
             "tags": [*config.get("tags", ()), *task.node.tags],
         }
 
+    def task_started(self, task: PregelExecutableTask) -> None:
+        """A task's first attempt begins (called from the thread that runs it)."""
+        task.started = time.time()
+        if "events" in self.modes:
+            self.sink(
+                (
+                    self.ns,
+                    "events",
+                    ev.TaskStarted(
+                        self.ns, task.id, task.name, self.step, task.started
+                    ),
+                )
+            )
+
     def task_done(
         self, task: PregelExecutableTask, error: BaseException | None, last: bool
     ) -> None:
@@ -589,6 +605,9 @@ class PregelLoop:
         with the checkpoint that follows (one commit per step).
         """
         path = task_path_str(task.path)
+        task.finished = time.time()
+        if "events" in self.modes:
+            self._task_event(task, error)
         if error is None:
             if not task.writes:
                 task.writes.append((NO_WRITES, None))
@@ -629,6 +648,40 @@ class PregelLoop:
 
         return background_pool()
 
+    def _task_event(
+        self,
+        task: PregelExecutableTask,
+        error: BaseException | None,
+        cached: bool = False,
+    ) -> None:
+        interrupts = (
+            tuple(error.interrupts) if isinstance(error, GraphInterrupt) else ()
+        )
+        failure = (
+            None
+            if error is None or isinstance(error, GraphBubbleUp)
+            else f"{type(error).__name__}: {error}"
+        )
+        update = self.graph.task_update(task) if error is None else None
+        self.sink(
+            (
+                self.ns,
+                "events",
+                ev.TaskFinished(
+                    self.ns,
+                    task.id,
+                    task.name,
+                    self.step,
+                    task.started or task.finished,
+                    task.finished,
+                    update,
+                    failure,
+                    interrupts,
+                    cached,
+                ),
+            )
+        )
+
     def _flush_deferred(self) -> None:
         if self._deferred is not None:
             task_id, path, writes = self._deferred
@@ -649,12 +702,17 @@ class PregelLoop:
         """Some task paused: keep the step open (writes stay pending), stop the run."""
         self._flush_deferred()
         self.status = "interrupted"
+        if "events" in self.modes:
+            self.sink(
+                (self.ns, "events", ev.Interrupted(self.ns, tuple(self.interrupts)))
+            )
         if "updates" in self.modes:
             self._emit("updates", {INTERRUPT: tuple(self.interrupts)})
 
     def after_tick(self) -> None:
         """All tasks finished: apply their writes, save the checkpoint, maybe stop."""
         tasks = list(self.tasks.values())
+        step_done = time.time()
         self.updated_channels = self._apply(tasks)
         if "values" in self.modes and not self.updated_channels.isdisjoint(
             (self.stream_keys,)
@@ -665,7 +723,10 @@ class PregelLoop:
         self.checkpoint_pending_writes = []
         self._resume_by_task = {}
         self._exit_writes = []
+        step = self.step
         self._put_checkpoint("loop", self._step_writes(tasks))
+        if "events" in self.modes:
+            self._step_events(tasks, step, step_done)
         self.configurable.pop(CONFIG_KEY_RESUMING, None)
         if self.interrupt_after and should_interrupt(
             self.checkpoint, self.interrupt_after, tasks
@@ -686,6 +747,48 @@ class PregelLoop:
                 self._emitted_checkpoint = False
                 self._emit_checkpoint()
                 self._emitted_checkpoint = True
+
+    def _step_events(
+        self, tasks: Sequence[PregelExecutableTask], step: int, step_done: float
+    ) -> None:
+        ran = [t for t in tasks if t.finished]
+        started = min((t.started for t in ran if t.started), default=step_done)
+        waits = {t.id: max(0.0, step_done - t.finished) for t in ran}
+        checkpoint_id = self.checkpoint["id"] if self.checkpointer is not None else None
+        self.sink(
+            (
+                self.ns,
+                "events",
+                ev.StepFinished(
+                    self.ns, step, checkpoint_id, started, step_done, waits
+                ),
+            )
+        )
+        self.sink(
+            (
+                self.ns,
+                "events",
+                ev.StateUpdated(self.ns, step, self.output_values(self.stream_keys)),
+            )
+        )
+
+    def _on_saved(
+        self, checkpoint_id: str, step: int
+    ) -> Callable[[float], None] | None:
+        if "events" not in self.modes:
+            return None
+        sink, ns = self.sink, self.ns
+
+        def saved(seconds: float) -> None:
+            sink(
+                (
+                    ns,
+                    "events",
+                    ev.CheckpointSaved(ns, checkpoint_id, step, seconds, time.time()),
+                )
+            )
+
+        return saved
 
     def _mark_breakpoint(self) -> None:
         # Resuming marks every channel as seen by the breakpoint (see _first), so the
@@ -812,6 +915,7 @@ class PregelLoop:
             snapshot,
             metadata,  # type: ignore[arg-type]
             new_versions,
+            on_saved=self._on_saved(snapshot["id"], metadata["step"]),
         )
         self._saved_versions = snapshot["channel_versions"]
         self._bumped = set()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -156,17 +157,20 @@ class SyncPersistence:
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        on_saved: Callable[[float], None] | None = None,
     ) -> None:
-        if self.background:
-            self._submit(
-                lambda: put_step(
-                    self.saver, config, task_writes, checkpoint, metadata, new_versions
-                )
-            )
-        else:
+        def job() -> None:
+            started = time.perf_counter()
             put_step(
                 self.saver, config, task_writes, checkpoint, metadata, new_versions
             )
+            if on_saved is not None:
+                on_saved(time.perf_counter() - started)
+
+        if self.background:
+            self._submit(job)
+        else:
+            job()
 
     def flush(self) -> None:
         """Wait for every queued save; raise the first save error, if any."""
@@ -229,12 +233,17 @@ class AsyncPersistence:
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        on_saved: Callable[[float], None] | None = None,
     ) -> None:
-        self._chain(
-            lambda: aput_step(
+        async def job() -> None:
+            started = time.perf_counter()
+            await aput_step(
                 self.saver, config, task_writes, checkpoint, metadata, new_versions
             )
-        )
+            if on_saved is not None:
+                on_saved(time.perf_counter() - started)
+
+        self._chain(job)
 
     def flush(self) -> None:
         """Nothing to do synchronously; the driver awaits :meth:`aflush`."""

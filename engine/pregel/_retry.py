@@ -84,6 +84,7 @@ def _handle_error(
 
 def run_task(loop: PregelLoop, task: PregelExecutableTask) -> BaseException | None:
     """Run a task in this thread. Returns its failure (or pause signal), None on success."""
+    loop.task_started(task)
     node = task.node
     policies = task.retry_policy or loop.graph.retry_policy
     attempt = 0
@@ -205,6 +206,7 @@ async def arun_task(
     loop: PregelLoop, task: PregelExecutableTask
 ) -> BaseException | None:
     """Async twin of :func:`run_task` (timeouts apply to async nodes)."""
+    loop.task_started(task)
     node = task.node
     policies = task.retry_policy or loop.graph.retry_policy
     attempt = 0

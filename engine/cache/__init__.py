@@ -1,0 +1,3 @@
+"""Node result caches used by ``CachePolicy``."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Functional API: ``@entrypoint`` and ``@task`` (mirrors ``langgraph.func``)."""
+
+from __future__ import annotations

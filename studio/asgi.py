@@ -1,0 +1,35 @@
+"""ASGI entry point: HTTP to Django, WebSockets to Channels consumers.
+
+Daphne serves ``studio.asgi:application``. WebSockets need an allowed ``Origin``
+(``ALLOWED_HOSTS``) and carry the Django session (``AuthMiddlewareStack``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
+
+# Set up Django before anything imports models (routing -> consumers -> auth).
+django_http = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+
+from studio.routing import websocket_urlpatterns  # noqa: E402
+
+http_app = ASGIStaticFilesHandler(django_http) if settings.SERVE_STATIC else django_http
+
+application = ProtocolTypeRouter(
+    {
+        "http": http_app,
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
+    }
+)

@@ -1,0 +1,3 @@
+"""Studio models (runs, events, decisions) arrive with the issues that need them."""
+
+from __future__ import annotations

@@ -1,0 +1,128 @@
+"""The graph registry: ``settings.STUDIO_GRAPHS`` name -> compiled graph, loaded lazily.
+
+An entry is ``"package.module:attr"`` or ``"path/to/file.py:attr"`` (relative to the
+repository root, like ``langgraph.json``). ``attr`` is a compiled graph, or a callable
+taking no arguments that returns one. Nothing is imported until a graph is asked for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+from studio.errors import GraphNotFound
+
+__all__ = ("GraphLoadError", "clear_cache", "get_graph", "graph_names", "graph_specs")
+
+_lock = threading.Lock()
+_loaded: dict[tuple[str, str], Any] = {}
+
+
+class GraphLoadError(Exception):
+    """A ``STUDIO_GRAPHS`` entry could not be imported or did not yield a graph.
+
+    An operator's configuration error: it names the entry and keeps the cause.
+    """
+
+    def __init__(self, name: str, spec: str, reason: str) -> None:
+        super().__init__(f"STUDIO_GRAPHS[{name!r}] = {spec!r}: {reason}")
+        self.name = name
+        self.spec = spec
+        self.reason = reason
+
+
+def graph_specs() -> dict[str, str]:
+    """The configured entries, by name, sorted. Imports nothing."""
+    graphs: dict[str, str] = getattr(settings, "STUDIO_GRAPHS", {})
+    return dict(sorted(graphs.items()))
+
+
+def graph_names() -> list[str]:
+    return list(graph_specs())
+
+
+def get_graph(name: str) -> Any:
+    """The compiled graph registered as ``name``; loaded on first use, then cached."""
+    spec = graph_specs().get(name)
+    if spec is None:
+        raise GraphNotFound(f"There is no graph named {name!r}.", graph=name)
+    key = (name, spec)
+    with _lock:
+        if key not in _loaded:
+            _loaded[key] = _load(name, spec)
+        return _loaded[key]
+
+
+def clear_cache() -> None:
+    with _lock:
+        _loaded.clear()
+
+
+@receiver(setting_changed)
+def _on_setting_changed(*, setting: str, **kwargs: Any) -> None:
+    if setting == "STUDIO_GRAPHS":
+        clear_cache()
+
+
+def _load(name: str, spec: str) -> Any:
+    target, sep, attr = spec.rpartition(":")
+    if not sep or not target or not attr:
+        raise GraphLoadError(
+            name, spec, 'expected "module:attr" or "path/to/file.py:attr".'
+        )
+    try:
+        module = (
+            _import_file(target)
+            if target.endswith(".py")
+            else importlib.import_module(target)
+        )
+    except Exception as exc:
+        raise GraphLoadError(name, spec, f"import failed: {exc!r}") from exc
+    try:
+        obj = getattr(module, attr)
+    except AttributeError as exc:
+        raise GraphLoadError(
+            name, spec, f"{target} has no attribute {attr!r}."
+        ) from exc
+    if not hasattr(obj, "invoke") and callable(obj):
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise GraphLoadError(name, spec, f"{attr}() failed: {exc!r}") from exc
+    if not hasattr(obj, "invoke"):
+        raise GraphLoadError(
+            name, spec, f"{attr} is not a compiled graph ({type(obj).__name__})."
+        )
+    return obj
+
+
+def _import_file(target: str) -> Any:
+    path = Path(target)
+    if not path.is_absolute():
+        path = Path(settings.BASE_DIR) / path
+    digest = hashlib.sha1(
+        str(path.resolve()).encode(), usedforsecurity=False
+    ).hexdigest()[:10]
+    module_name = f"_studio_graph_{path.stem}_{digest}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    module_spec = importlib.util.spec_from_file_location(module_name, path)
+    if module_spec is None or module_spec.loader is None or not path.is_file():
+        raise FileNotFoundError(path)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+    return module

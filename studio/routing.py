@@ -1,0 +1,11 @@
+"""WebSocket addresses (the HTTP ones are in ``studio.urls``)."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from studio.consumers import ThreadConsumer
+
+websocket_urlpatterns = [
+    path("ws/threads/<str:thread_id>/", ThreadConsumer.as_asgi(), name="ws-thread"),
+]

@@ -1,0 +1,191 @@
+"""Django settings, read from the environment.
+
+Two run modes, one code path:
+
+- **Embedded** (the default): SQLite file ``db.sqlite3`` in the repository root, the
+  in-memory channel layer, static files served by the ASGI app itself.
+- **Scale-out**: ``DATABASE_URL=postgresql://...`` and ``REDIS_URL=redis://...``; then
+  ``SECRET_KEY`` must be set and static files are expected to be collected and served
+  by a front proxy (``SERVE_STATIC=1`` keeps serving them from the app).
+
+Environment variables: ``DEBUG``, ``SECRET_KEY``, ``ALLOWED_HOSTS``,
+``CSRF_TRUSTED_ORIGINS``, ``DATABASE_URL``, ``REDIS_URL``, ``SERVE_STATIC``,
+``STUDIO_HTTPS``, ``STUDIO_CHECKPOINT_DB``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
+
+from studio.env import database_from_url, env_bool, env_list, is_postgres_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEBUG = env_bool("DEBUG")
+
+DATABASE_URL = os.environ.get("DATABASE_URL", "sqlite:///db.sqlite3")
+REDIS_URL = os.environ.get("REDIS_URL", "")
+EMBEDDED = not is_postgres_url(DATABASE_URL) and not REDIS_URL
+
+
+def _dev_secret_key(path: Path) -> str:
+    """A random key kept in a git-ignored file, so sessions survive restarts."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    key = secrets.token_urlsafe(50)
+    with os.fdopen(fd, "w") as file:
+        file.write(key)
+    return key
+
+
+if secret_key := os.environ.get("SECRET_KEY"):
+    SECRET_KEY = secret_key
+elif DEBUG or EMBEDDED:
+    SECRET_KEY = _dev_secret_key(BASE_DIR / ".secret_key")
+else:
+    raise ImproperlyConfigured(
+        "SECRET_KEY must be set when DATABASE_URL or REDIS_URL is."
+    )
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "studio",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "studio.middleware.StudioErrorMiddleware",  # last: first to see a view's exception
+]
+
+ROOT_URLCONF = "studio.urls"
+ASGI_APPLICATION = "studio.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+DATABASES: dict[str, dict[str, Any]] = {
+    "default": database_from_url(DATABASE_URL, base_dir=BASE_DIR)
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+if REDIS_URL:
+    CHANNEL_LAYERS: dict[str, dict[str, Any]] = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "prefix": "studio"},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": f"django.contrib.auth.password_validation.{name}"}
+    for name in (
+        "UserAttributeSimilarityValidator",
+        "MinimumLengthValidator",
+        "CommonPasswordValidator",
+        "NumericPasswordValidator",
+    )
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "studio:index"
+LOGOUT_REDIRECT_URL = "studio:index"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+# Serve static files from the ASGI app (studio.asgi). On in embedded mode; in
+# scale-out, run collectstatic and let the front proxy serve STATIC_ROOT.
+SERVE_STATIC = env_bool("SERVE_STATIC", default=EMBEDDED or DEBUG)
+
+# Security headers. Strict CSP: our own scripts and styles only, no inline code
+# (htmx is configured through <meta name="htmx-config">).
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "font-src": [CSP.SELF],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_HTTPONLY = True
+
+# Behind a TLS-terminating proxy: secure cookies, HSTS, trust X-Forwarded-Proto.
+STUDIO_HTTPS = env_bool("STUDIO_HTTPS")
+if STUDIO_HTTPS:
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = 60 * 60 * 24 * 365
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+LOGGING: dict[str, Any] = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+}
+
+# Graph registry: name -> "package.module:attr" or "path/to/file.py:attr"; the attr is
+# a compiled graph or a callable returning one. See studio/registry.py.
+STUDIO_GRAPHS: dict[str, str] = {}
+
+# The embedded SQLite checkpointer's file (engine.checkpoint.sqlite).
+STUDIO_CHECKPOINT_DB = Path(
+    os.environ.get("STUDIO_CHECKPOINT_DB", BASE_DIR / "checkpoints.sqlite3")
+)

@@ -1,0 +1,1 @@
+"""HTTP views: parse, delegate to services, render. No engine imports (import-linter)."""

@@ -1,0 +1,1 @@
+"""Helpers shared by test layers. Import them; keep conftest.py bodies thin."""
