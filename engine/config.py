@@ -8,7 +8,7 @@ from typing import Any
 from engine._internal._scope import current_scope, require_scope
 from engine._internal._typing import RunnableConfig
 
-__all__ = ("get_config", "get_store", "get_stream_writer")
+__all__ = ("get_config", "get_message_writer", "get_store", "get_stream_writer")
 
 
 def get_config() -> RunnableConfig:
@@ -28,3 +28,16 @@ def get_stream_writer() -> Callable[[Any], None]:
     if scope is None:
         return lambda _chunk: None
     return scope.stream_writer
+
+
+def get_message_writer() -> Callable[[Any], None]:
+    """A function that streams a chat message chunk (``stream_mode="messages"``).
+
+    Model integrations call it once per token chunk; messages whose chunks were
+    streamed are not streamed again when the node returns them. A no-op when
+    nobody streams messages.
+    """
+    scope = current_scope()
+    if scope is None or scope.message_writer is None:
+        return lambda _chunk: None
+    return scope.message_writer

@@ -399,7 +399,11 @@ def interrupt(value: Any) -> Any:
     scope.interrupt_counter += 1
     if index < len(scope.resume):
         return scope.resume[index]
-    answer = scope.take_null_resume()
+    this_id = interrupt_id(scope.checkpoint_ns, index)
+    if scope.resume_map and this_id in scope.resume_map:
+        answer = scope.resume_map[this_id]
+    else:
+        answer = scope.take_null_resume()
     if answer is not MISSING:
         scope.resume.append(answer)
         if scope.on_resume is not None:
@@ -412,7 +416,7 @@ def interrupt(value: Any) -> Any:
             raise SerializationError(
                 f"interrupt() payload in node {scope.name!r} cannot be stored: {exc}"
             ) from exc
-    pause = Interrupt.from_ns(value, scope.checkpoint_ns, index)
+    pause = Interrupt(value=value, id=this_id)
     signal = GraphInterrupt([pause])
     scope.interrupted = signal
     raise signal

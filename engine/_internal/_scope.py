@@ -27,8 +27,10 @@ class TaskScope:
         "interrupt_counter",
         "interrupted",
         "name",
+        "message_writer",
         "null_resume",
         "on_resume",
+        "resume_map",
         "path",
         "resume",
         "runtime",
@@ -57,6 +59,8 @@ class TaskScope:
         serde_check: Callable[[Any], None] | None = None,
         call_submit: Callable[..., Any] | None = None,
         stream_sink: tuple[Callable[[Any], None], frozenset[str]] | None = None,
+        resume_map: dict[str, Any] | None = None,
+        message_writer: Callable[[Any], None] | None = None,
     ) -> None:
         self.task_id = task_id
         self.name = name
@@ -71,6 +75,8 @@ class TaskScope:
         self.serde_check = serde_check
         self.call_submit = call_submit
         self.stream_sink = stream_sink
+        self.resume_map = resume_map
+        self.message_writer = message_writer
         self.interrupt_counter = 0
         self.call_counter = 0
         self.subgraph_counter = 0

@@ -728,6 +728,7 @@ class CompiledStateGraph(Pregel):
         debug: bool,
         name: str,
     ) -> CompiledStateGraph:
+        graph_name = name
         channels: dict[str, BaseChannel[Any, Any, Any]] = {
             key: channel.copy() for key, channel in builder.channels.items()
         }
@@ -828,7 +829,7 @@ class CompiledStateGraph(Pregel):
             store=store,
             cache=cache,
             context_schema=builder.context_schema,
-            name=name,
+            name=graph_name,
             debug=debug,
         )
         graph.builder = builder

@@ -167,6 +167,8 @@ class PregelLoop:
         )
         self._exit_writes: list[TaskWrites] = []
         self.parent_scope: TaskScope | None = None
+        self.resume_map: dict[str, Any] | None = None
+        self._streamed_messages: set[Any] = set()
         self.step_interrupted = False
         self._last_saved_id: str | None = None
         self._unsaved = False
@@ -228,6 +230,21 @@ class PregelLoop:
             and not self.configurable.get(CONFIG_KEY_RESUMING)
         )
         self._first(time_travel)
+        if "events" in self.modes:
+            self.sink(
+                (
+                    self.ns,
+                    "events",
+                    ev.RunStarted(
+                        self.ns,
+                        self.thread_id,
+                        self.runtime.run_id,
+                        self.graph.name,
+                        bool(self.configurable.get(CONFIG_KEY_RESUMING)),
+                        time.time(),
+                    ),
+                )
+            )
 
     def _next_version(self) -> Any:
         version = self._next_version_fn(self._max_version)
@@ -394,6 +411,7 @@ class PregelLoop:
                     interrupt_ids=unknown,
                     pending_ids=sorted(pending),
                 )
+            self.resume_map = dict(resume)
             for interrupt_id, value in resume.items():
                 task_id, _ = pending[interrupt_id]
                 answers = self._resume_by_task.setdefault(task_id, [])
@@ -521,7 +539,56 @@ class PregelLoop:
             on_resume=lambda answers: self._save_resume(task, answers),
             serde_check=self._serde_check,
             stream_sink=(self.sink, self.modes) if self.modes else None,
+            resume_map=self.resume_map
+            or (
+                self.parent_scope.resume_map if self.parent_scope is not None else None
+            ),
+            message_writer=self._message_writer(task)
+            if "messages" in self.modes
+            else None,
         )
+
+    def _message_metadata(self, task: PregelExecutableTask) -> dict[str, Any]:
+        metadata: dict[str, Any] = {
+            "langgraph_step": self.step,
+            "langgraph_node": task.name,
+            "langgraph_triggers": tuple(task.triggers),
+            "langgraph_path": task.path,
+            "langgraph_checkpoint_ns": task.ns,
+        }
+        if self.thread_id is not None:
+            metadata["thread_id"] = self.thread_id
+        return metadata
+
+    def _message_writer(self, task: PregelExecutableTask) -> Callable[[Any], None]:
+        metadata = self._message_metadata(task)
+        sink, ns, streamed = self.sink, self.ns, self._streamed_messages
+
+        def write(chunk: Any) -> None:
+            message_id = _message_id(chunk)
+            if message_id is not None:
+                streamed.add(message_id)
+            sink((ns, "messages", (chunk, metadata)))
+
+        return write
+
+    def _emit_messages(self, task: PregelExecutableTask) -> None:
+        """Messages a node wrote to a message list, unless their tokens were streamed."""
+        metadata: dict[str, Any] | None = None
+        for chan, value in task.writes:
+            channel = self.channels.get(chan)
+            operator = getattr(channel, "operator", None)
+            if getattr(operator, "__name__", "") != "add_messages":
+                continue
+            for message in value if isinstance(value, list) else [value]:
+                message_id = _message_id(message)
+                if message_id is not None and message_id in self._streamed_messages:
+                    continue
+                if metadata is None:
+                    metadata = self._message_metadata(task)
+                if message_id is not None:
+                    self._streamed_messages.add(message_id)
+                self.sink((self.ns, "messages", (message, metadata)))
 
     def _serde_check(self, value: Any) -> None:
         if self.checkpointer is not None:
@@ -585,7 +652,7 @@ class PregelLoop:
     def task_started(self, task: PregelExecutableTask) -> None:
         """A task's first attempt begins (called from the thread that runs it)."""
         task.started = time.time()
-        if "events" in self.modes:
+        if "events" in self.modes and TAG_HIDDEN not in task.node.tags:
             self.sink(
                 (
                     self.ns,
@@ -606,7 +673,7 @@ class PregelLoop:
         """
         path = task_path_str(task.path)
         task.finished = time.time()
-        if "events" in self.modes:
+        if "events" in self.modes and TAG_HIDDEN not in task.node.tags:
             self._task_event(task, error)
         if error is None:
             if not task.writes:
@@ -616,6 +683,8 @@ class PregelLoop:
             else:
                 self._save_writes(task.id, path, list(task.writes))
             self._emit_task_output(task, cached=False)
+            if "messages" in self.modes and TAG_HIDDEN not in task.node.tags:
+                self._emit_messages(task)
             return
         if isinstance(error, GraphBubbleUp) and not isinstance(error, GraphInterrupt):
             # a Command for the parent graph: not a failure of this task
@@ -1107,6 +1176,12 @@ class PregelLoop:
 
 class _ManyUpdates(list[Any]):
     _many = True
+
+
+def _message_id(message: Any) -> Any:
+    if isinstance(message, dict):
+        return message.get("id")
+    return getattr(message, "id", None)
 
 
 def _plain(value: Any) -> bool:

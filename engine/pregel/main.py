@@ -10,9 +10,11 @@ import asyncio
 import contextlib
 import queue
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
+from engine import events as ev
 from engine._internal._config import merge_configs, resolve_parent_config
 from engine._internal._constants import (
     CONF,
@@ -575,14 +577,7 @@ class Pregel:
             stream_mode if stream_mode is not None else self.stream_mode
         )
         chunks: asyncio.Queue[Any] = asyncio.Queue()
-        event_loop = asyncio.get_running_loop()
-        owner = threading.get_ident()
-
-        def sink(item: StreamChunk) -> None:
-            if threading.get_ident() == owner:
-                chunks.put_nowait(item)
-            else:
-                event_loop.call_soon_threadsafe(chunks.put_nowait, item)
+        sink = _forwarding(_async_sink(chunks), _parent_sink(current_scope()))
 
         loop = self._make_loop(
             input,
@@ -641,6 +636,85 @@ class Pregel:
                 yield item
         for item in self._closing_chunks(loop):
             yield item
+
+    def stream_events(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        context: Any = None,
+        interrupt_before: All | Sequence[str] | None = None,
+        interrupt_after: All | Sequence[str] | None = None,
+        durability: Durability | None = None,
+    ) -> Iterator[ev.RunEvent]:
+        """Run the graph and yield typed :mod:`engine.events` as it goes.
+
+        Events cover the run, every task (with timings), each step's barrier and
+        saved checkpoint, custom progress and interrupts, subgraphs included.
+        The last event is :class:`~engine.events.RunFinished`; when the run fails
+        it carries the error and the exception is raised after it.
+        """
+        chunks: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        loop = self._make_loop(
+            input,
+            config,
+            context=context,
+            modes=_EVENT_MODES,
+            sink=_forwarding(chunks.put, _parent_sink(current_scope())),
+            output_keys=None,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            durability=durability,
+            is_async=False,
+        )
+        try:
+            for ns, mode, payload in self._drive(loop, chunks, True):
+                event = _as_event(ns, mode, payload)
+                if event is not None:
+                    yield event
+        except BaseException as exc:
+            yield ev.RunFinished(
+                loop.ns, "error", f"{type(exc).__name__}: {exc}", time.time()
+            )
+            raise
+        yield ev.RunFinished(loop.ns, _final_status(loop), None, time.time())
+
+    async def astream_events(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        context: Any = None,
+        interrupt_before: All | Sequence[str] | None = None,
+        interrupt_after: All | Sequence[str] | None = None,
+        durability: Durability | None = None,
+    ) -> AsyncIterator[ev.RunEvent]:
+        """Async twin of :meth:`stream_events`."""
+        chunks: asyncio.Queue[Any] = asyncio.Queue()
+        sink = _async_sink(chunks)
+        loop = self._make_loop(
+            input,
+            config,
+            context=context,
+            modes=_EVENT_MODES,
+            sink=_forwarding(sink, _parent_sink(current_scope())),
+            output_keys=None,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            durability=durability,
+            is_async=True,
+        )
+        try:
+            async for ns, mode, payload in self._adrive(loop, chunks):
+                event = _as_event(ns, mode, payload)
+                if event is not None:
+                    yield event
+        except BaseException as exc:
+            yield ev.RunFinished(
+                loop.ns, "error", f"{type(exc).__name__}: {exc}", time.time()
+            )
+            raise
+        yield ev.RunFinished(loop.ns, _final_status(loop), None, time.time())
 
     def batch(
         self,
@@ -801,6 +875,37 @@ def _modes(
 
 def _discard(_: StreamChunk) -> None:
     return None
+
+
+_EVENT_MODES = frozenset({"events", "custom"})
+
+
+def _as_event(ns: tuple[str, ...], mode: str, payload: Any) -> Any:
+    if mode == "events":
+        return payload
+    if mode == "custom":
+        return ev.Custom(ns, payload)
+    return None
+
+
+def _final_status(loop: PregelLoop) -> Literal["done", "interrupted"]:
+    if loop.status in ("interrupted", "interrupt_before", "interrupt_after"):
+        return "interrupted"
+    return "done"
+
+
+def _async_sink(chunks: asyncio.Queue[Any]) -> Callable[[StreamChunk], None]:
+    """A sink usable from the event loop's thread and from worker threads."""
+    event_loop = asyncio.get_running_loop()
+    owner = threading.get_ident()
+
+    def sink(item: StreamChunk) -> None:
+        if threading.get_ident() == owner:
+            chunks.put_nowait(item)
+        else:
+            event_loop.call_soon_threadsafe(chunks.put_nowait, item)
+
+    return sink
 
 
 def _forwarding(
