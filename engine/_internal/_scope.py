@@ -38,6 +38,7 @@ class TaskScope:
         "stream_sink",
         "stream_writer",
         "subgraph_counter",
+        "task_calls",
         "task_id",
         "call_submit",
         "_config",
@@ -80,6 +81,7 @@ class TaskScope:
         self.interrupt_counter = 0
         self.call_counter = 0
         self.subgraph_counter = 0
+        self.task_calls = 0
         self.interrupted: Any = None
         self.error: Any = None
         self._config: dict[str, Any] | None = None

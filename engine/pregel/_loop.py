@@ -9,6 +9,7 @@ sink as ``(namespace, mode, payload)``.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -168,6 +169,9 @@ class PregelLoop:
         self._exit_writes: list[TaskWrites] = []
         self.parent_scope: TaskScope | None = None
         self.resume_map: dict[str, Any] | None = None
+        self.cache: Any = graph.cache
+        self._call_results: dict[str, Any] | None = None
+        self._cached_task_ids: set[str] = set()
         self._streamed_messages: set[Any] = set()
         self.step_interrupted = False
         self._last_saved_id: str | None = None
@@ -215,6 +219,11 @@ class PregelLoop:
         for name in graph.ephemeral_channels:
             if self.channels[name].is_available():
                 self.live_ephemeral.add(name)
+        if graph.previous_channel is not None:
+            previous = self.channels[graph.previous_channel].peek()
+            self.runtime = self.runtime.override(
+                previous=None if previous is MISSING else previous
+            )
         self._saved_values = dict(values)
         self._saved_versions = checkpoint["channel_versions"]
         versions = checkpoint["channel_versions"]
@@ -546,7 +555,120 @@ class PregelLoop:
             message_writer=self._message_writer(task)
             if "messages" in self.modes
             else None,
+            call_submit=self._submit_call,
         )
+
+    # -- @task calls and caching -------------------------------------------------
+
+    def _submit_call(
+        self,
+        caller: TaskScope,
+        name: str,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        retry_policy: Sequence[Any] = (),
+        cache_policy: Any = None,
+    ) -> Any:
+        from engine.pregel._calls import submit_call  # noqa: PLC0415 - avoids a cycle
+
+        return submit_call(
+            self,
+            caller,
+            name,
+            func,
+            args,
+            kwargs,
+            retry_policy=retry_policy,
+            cache_policy=cache_policy,
+        )
+
+    def call_result(self, call_id: str) -> Any:
+        """A call's saved result from before a resume or crash, or MISSING."""
+        results = self._call_results
+        if results is None:
+            results = self._call_results = {
+                task_id: value
+                for task_id, chan, value in self.checkpoint_pending_writes
+                if chan == RETURN
+            }
+        return results.get(call_id, MISSING)
+
+    def record_call(self, task: PregelExecutableTask, value: Any) -> None:
+        """Save a finished call's result at once (durable across resumes)."""
+        if self._call_results is not None:
+            self._call_results[task.id] = value
+        self._save_writes(task.id, task_path_str(task.path), [(RETURN, value)])
+
+    def call_cache_key(self, task: PregelExecutableTask, policy: Any) -> Any:
+        if policy is None or self.cache is None:
+            return None
+        return self._cache_key(task, policy)
+
+    def _cache_key(
+        self, task: PregelExecutableTask, policy: Any
+    ) -> tuple[tuple[str, ...], str]:
+        value = task.input
+        if hasattr(value, "args") and hasattr(value, "kwargs"):
+            raw = policy.key_func(*value.args, **value.kwargs)
+        else:
+            raw = policy.key_func(value)
+        if isinstance(raw, bytes):
+            raw = hashlib.blake2b(raw, digest_size=16).hexdigest()
+        return (("__engine_writes", self.graph.name, task.name), str(raw))
+
+    def cache_lookup(self, key: tuple[tuple[str, ...], str]) -> Any:
+        assert self.cache is not None
+        found = self.cache.get([key])
+        return found.get(key, MISSING)
+
+    def cache_store(
+        self, key: tuple[tuple[str, ...], str], value: Any, policy: Any
+    ) -> None:
+        assert self.cache is not None
+        self.cache.set({key: (value, policy.ttl)})
+
+    def cache_probe(self) -> list[tuple[tuple[str, ...], str]]:
+        """Cache keys of this step's tasks that have a CachePolicy (none without a cache)."""
+        if self.cache is None:
+            return []
+        keys = []
+        for task in self.tasks.values():
+            policy = task.node.cache_policy
+            if policy is not None and not task.writes:
+                task.cache_key = self._cache_key(task, policy)
+                keys.append(task.cache_key)
+        return keys
+
+    def apply_cache_hits(self, hits: Mapping[Any, Any]) -> None:
+        """Tasks whose writes are cached take them instead of running."""
+        for task in self.tasks.values():
+            if task.cache_key is None or task.writes or task.cache_key not in hits:
+                continue
+            task.writes.extend((chan, value) for chan, value in hits[task.cache_key])
+            self._cached_task_ids.add(task.id)
+            task.started = task.finished = time.time()
+            self._save_writes(task.id, task_path_str(task.path), list(task.writes))
+            if "events" in self.modes and TAG_HIDDEN not in task.node.tags:
+                self._task_event(task, None, cached=True)
+            self._emit_task_output(task, cached=True)
+
+    def cache_updates(self) -> dict[Any, tuple[Any, int | None]]:
+        """Writes of tasks that ran this step, to store under their cache keys."""
+        updates: dict[Any, tuple[Any, int | None]] = {}
+        for task in self.tasks.values():
+            key = task.cache_key
+            if (
+                key is None
+                or not task.writes
+                or task.writes[0][0] in (ERROR, INTERRUPT)
+            ):
+                continue
+            if task.id in self._cached_task_ids:
+                continue
+            writes = [(c, v) for c, v in task.writes if c != NO_WRITES]
+            updates[key] = (writes, task.node.cache_policy.ttl)  # type: ignore[union-attr]
+        return updates
 
     def _message_metadata(self, task: PregelExecutableTask) -> dict[str, Any]:
         metadata: dict[str, Any] = {
@@ -792,6 +914,8 @@ class PregelLoop:
         self.checkpoint_pending_writes = []
         self._resume_by_task = {}
         self._exit_writes = []
+        self._call_results = None
+        self._cached_task_ids = set()
         step = self.step
         self._put_checkpoint("loop", self._step_writes(tasks))
         if "events" in self.modes:
@@ -1061,6 +1185,8 @@ class PregelLoop:
         values = self.graph.map_output(self.output_values())
         if self.interrupts and isinstance(values, dict):
             values = {**values, INTERRUPT: list(self.interrupts)}
+        elif self.interrupts and values is None:
+            values = {INTERRUPT: list(self.interrupts)}
         return values
 
     # -- streaming -----------------------------------------------------------------

@@ -42,7 +42,8 @@ def background_pool() -> ThreadPoolExecutor:
     if _POOL is None:
         with _POOL_LOCK:
             if _POOL is None:
-                _POOL = ThreadPoolExecutor(thread_name_prefix="engine")
+                # Nodes are often I/O bound (HTTP, databases): allow many threads.
+                _POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="engine")
     return _POOL
 
 

@@ -82,7 +82,11 @@ def _handle_error(
         reset_scope(token)
 
 
-def run_task(loop: PregelLoop, task: PregelExecutableTask) -> BaseException | None:
+def run_task(
+    loop: PregelLoop,
+    task: PregelExecutableTask,
+    scope_factory: Callable[[], TaskScope] | None = None,
+) -> BaseException | None:
     """Run a task in this thread. Returns its failure (or pause signal), None on success."""
     loop.task_started(task)
     node = task.node
@@ -90,7 +94,7 @@ def run_task(loop: PregelLoop, task: PregelExecutableTask) -> BaseException | No
     attempt = 0
     while True:
         attempt += 1
-        scope = loop.make_scope(task)
+        scope = scope_factory() if scope_factory is not None else loop.make_scope(task)
         token = set_scope(scope)
         try:
             output = node.bound.invoke(task.input, scope)
@@ -203,7 +207,9 @@ def _context_runner(scope: TaskScope) -> Callable[..., Any]:
 
 
 async def arun_task(
-    loop: PregelLoop, task: PregelExecutableTask
+    loop: PregelLoop,
+    task: PregelExecutableTask,
+    scope_factory: Callable[[], TaskScope] | None = None,
 ) -> BaseException | None:
     """Async twin of :func:`run_task` (timeouts apply to async nodes)."""
     loop.task_started(task)
@@ -212,7 +218,7 @@ async def arun_task(
     attempt = 0
     while True:
         attempt += 1
-        scope = loop.make_scope(task)
+        scope = scope_factory() if scope_factory is not None else loop.make_scope(task)
         token = set_scope(scope)
         try:
             output = await _attempt_async(loop, task, scope, node.timeout)

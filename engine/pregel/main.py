@@ -104,6 +104,7 @@ class Pregel:
         self.debug = debug
         self.config = config
         self.schema_version: int | None = None
+        self.previous_channel: str | None = None
         self._index()
 
     def _index(self) -> None:
@@ -417,9 +418,13 @@ class Pregel:
                 yield from _drain(chunks)
             sync_saves = loop.durability == "sync" and loop.persistence is not None
             while loop.tick():
+                if keys := loop.cache_probe():
+                    loop.apply_cache_hits(loop.cache.get(keys))
                 yield from run_step(loop, chunks, live)
                 if loop.status == "interrupted":
                     break
+                if loop.cache is not None and (updates := loop.cache_updates()):
+                    loop.cache.set(updates)
                 loop.after_tick()
                 if chunks is not None:
                     yield from _drain(chunks)
@@ -609,10 +614,14 @@ class Pregel:
                 for item in _adrain(chunks):
                     yield item
             while loop.tick():
+                if keys := loop.cache_probe():
+                    loop.apply_cache_hits(await loop.cache.aget(keys))
                 async for item in arun_step(loop, chunks):
                     yield item
                 if loop.status == "interrupted":
                     break
+                if loop.cache is not None and (updates := loop.cache_updates()):
+                    await loop.cache.aset(updates)
                 loop.after_tick()
                 if chunks is not None:
                     for item in _adrain(chunks):

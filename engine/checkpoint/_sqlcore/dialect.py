@@ -1,0 +1,263 @@
+"""The SQL both backends run, written once, and what each dialect changes in it.
+
+Statements are templates with ``%s`` placeholders (psycopg's style; SQLite's
+``?`` is substituted) and two fragments a dialect supplies: how a list of key
+tuples is passed as one parameter (``{keys3}``/``{keys4}``) and how a stored
+metadata filter is matched (Postgres only). Table layout (see the backends'
+``_sql.py`` migrations):
+
+* ``engine_checkpoints``: one row per checkpoint; the checkpoint dict without
+  its values and the metadata, both as ``(type, payload)`` from the serializer.
+* ``engine_checkpoint_blobs``: one row per (thread, namespace, channel,
+  version): a full value, an append delta on a base version, or ``empty``.
+* ``engine_checkpoint_writes``: pending writes, one row per (checkpoint, task,
+  index); special writes use fixed negative indexes and replace.
+* ``engine_checkpoint_ttl``: per-thread expiry deadlines.
+
+Pure: no I/O here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+__all__ = ("SqlDialect", "Stmt")
+
+
+@dataclass(frozen=True, slots=True)
+class Stmt:
+    """One statement an operation wants run, and whether it wants the rows back."""
+
+    sql: str
+    params: Sequence[Any] = ()
+    fetch: bool = False
+    """Send back every row (a list of tuples); otherwise ``None`` is sent back."""
+    many: Sequence[Sequence[Any]] | None = None
+    """Run ``sql`` once per parameter tuple (``executemany``); ``params`` unused."""
+
+
+_COLS_BLOB = (
+    "thread_id, checkpoint_ns, channel, version, kind, type, blob, base_version, "
+    "delta_start, chain_len, chain_bytes, root_bytes"
+)
+_COLS_CHECKPOINT = (
+    "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
+    "checkpoint_type, checkpoint, metadata_type, metadata"
+)
+_NOT_EXPIRED = (
+    "NOT EXISTS (SELECT 1 FROM engine_checkpoint_ttl x "
+    "WHERE x.thread_id = c.thread_id AND x.expires_at <= %s)"
+)
+
+_TEMPLATES: dict[str, str] = {
+    "head": (
+        "SELECT checkpoint_id FROM engine_checkpoints "
+        "WHERE thread_id = %s AND checkpoint_ns = %s "
+        "ORDER BY checkpoint_id DESC LIMIT 1"
+    ),
+    "blob_bases": (
+        "SELECT channel, version, kind, chain_len, chain_bytes, root_bytes "
+        "FROM engine_checkpoint_blobs "
+        "WHERE (thread_id, checkpoint_ns, channel, version) IN ({keys4})"
+    ),
+    "insert_blob": (
+        f"INSERT INTO engine_checkpoint_blobs ({_COLS_BLOB}) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        "ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING"
+    ),
+    "insert_checkpoint": (
+        f"INSERT INTO engine_checkpoints ({_COLS_CHECKPOINT}) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+        "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
+        "parent_checkpoint_id = excluded.parent_checkpoint_id, "
+        "checkpoint_type = excluded.checkpoint_type, checkpoint = excluded.checkpoint, "
+        "metadata_type = excluded.metadata_type, metadata = excluded.metadata"
+    ),
+    "insert_write_keep": (
+        "INSERT INTO engine_checkpoint_writes (thread_id, checkpoint_ns, "
+        "checkpoint_id, task_id, idx, channel, type, blob, task_path) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING"
+    ),
+    "insert_write_replace": (
+        "INSERT INTO engine_checkpoint_writes (thread_id, checkpoint_ns, "
+        "checkpoint_id, task_id, idx, channel, type, blob, task_path) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) "
+        "DO UPDATE SET channel = excluded.channel, type = excluded.type, "
+        "blob = excluded.blob, task_path = excluded.task_path"
+    ),
+    "upsert_ttl": (
+        "INSERT INTO engine_checkpoint_ttl (thread_id, expires_at) VALUES (%s, %s) "
+        "ON CONFLICT (thread_id) DO UPDATE SET expires_at = excluded.expires_at"
+    ),
+    "delete_ttl": "DELETE FROM engine_checkpoint_ttl WHERE thread_id = %s",
+    "get_latest": (
+        f"SELECT {_COLS_CHECKPOINT} FROM engine_checkpoints c "
+        f"WHERE thread_id = %s AND checkpoint_ns = %s AND {_NOT_EXPIRED} "
+        "ORDER BY checkpoint_id DESC LIMIT 1"
+    ),
+    "get_by_id": (
+        f"SELECT {_COLS_CHECKPOINT} FROM engine_checkpoints c "
+        "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s "
+        f"AND {_NOT_EXPIRED}"
+    ),
+    "list_select": f"SELECT {_COLS_CHECKPOINT} FROM engine_checkpoints c",
+    "not_expired": _NOT_EXPIRED,
+    # The wanted versions and, recursively, the bases of those that are deltas;
+    # keys first (small rows), payloads joined once at the end.
+    "blobs_for_keys": (
+        "WITH RECURSIVE wanted (thread_id, checkpoint_ns, channel, version) AS "
+        "({keys4}), "
+        "chain (thread_id, checkpoint_ns, channel, version, base_version) AS ("
+        "SELECT b.thread_id, b.checkpoint_ns, b.channel, b.version, b.base_version "
+        "FROM engine_checkpoint_blobs b JOIN wanted w "
+        "ON b.thread_id = w.thread_id AND b.checkpoint_ns = w.checkpoint_ns "
+        "AND b.channel = w.channel AND b.version = w.version "
+        "UNION "
+        "SELECT b.thread_id, b.checkpoint_ns, b.channel, b.version, b.base_version "
+        "FROM engine_checkpoint_blobs b JOIN chain k "
+        "ON b.thread_id = k.thread_id AND b.checkpoint_ns = k.checkpoint_ns "
+        "AND b.channel = k.channel AND b.version = k.base_version) "
+        f"SELECT {_COLS_BLOB} FROM engine_checkpoint_blobs "
+        "WHERE (thread_id, checkpoint_ns, channel, version) IN "
+        "(SELECT thread_id, checkpoint_ns, channel, version FROM chain)"
+    ),
+    "writes_for_checkpoints": (
+        "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, channel, type, blob "
+        "FROM engine_checkpoint_writes "
+        "WHERE (thread_id, checkpoint_ns, checkpoint_id) IN ({keys3}) "
+        "ORDER BY thread_id, checkpoint_ns, checkpoint_id, task_path, task_id, idx"
+    ),
+    "thread_exists": ("SELECT 1 FROM engine_checkpoints WHERE thread_id = %s LIMIT 1"),
+    "copy_checkpoints": (
+        f"INSERT INTO engine_checkpoints ({_COLS_CHECKPOINT}) "
+        "SELECT %s, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
+        "checkpoint_type, checkpoint, metadata_type, metadata "
+        "FROM engine_checkpoints WHERE thread_id = %s"
+    ),
+    "copy_blobs": (
+        f"INSERT INTO engine_checkpoint_blobs ({_COLS_BLOB}) "
+        "SELECT %s, checkpoint_ns, channel, version, kind, type, blob, base_version, "
+        "delta_start, chain_len, chain_bytes, root_bytes "
+        "FROM engine_checkpoint_blobs WHERE thread_id = %s"
+    ),
+    "copy_writes": (
+        "INSERT INTO engine_checkpoint_writes (thread_id, checkpoint_ns, "
+        "checkpoint_id, task_id, idx, channel, type, blob, task_path) "
+        "SELECT %s, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob, "
+        "task_path FROM engine_checkpoint_writes WHERE thread_id = %s"
+    ),
+    "delete_checkpoints": "DELETE FROM engine_checkpoints WHERE thread_id = %s",
+    "delete_blobs": "DELETE FROM engine_checkpoint_blobs WHERE thread_id = %s",
+    "delete_writes": "DELETE FROM engine_checkpoint_writes WHERE thread_id = %s",
+    "thread_tree": (
+        "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id "
+        "FROM engine_checkpoints WHERE thread_id = %s"
+    ),
+    "thread_write_channels": (
+        "SELECT checkpoint_ns, checkpoint_id, task_id, channel "
+        "FROM engine_checkpoint_writes WHERE thread_id = %s"
+    ),
+    "thread_checkpoints": (
+        "SELECT checkpoint_ns, checkpoint_type, checkpoint "
+        "FROM engine_checkpoints WHERE thread_id = %s"
+    ),
+    "thread_blob_keys": (
+        "SELECT checkpoint_ns, channel, version, kind, base_version "
+        "FROM engine_checkpoint_blobs WHERE thread_id = %s"
+    ),
+    "delete_checkpoint": (
+        "DELETE FROM engine_checkpoints "
+        "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
+    ),
+    "delete_checkpoint_writes": (
+        "DELETE FROM engine_checkpoint_writes "
+        "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
+    ),
+    "reparent": (
+        "UPDATE engine_checkpoints SET parent_checkpoint_id = %s "
+        "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
+    ),
+    "delete_blob": (
+        "DELETE FROM engine_checkpoint_blobs WHERE thread_id = %s "
+        "AND checkpoint_ns = %s AND channel = %s AND version = %s"
+    ),
+    "expired_threads": (
+        "SELECT thread_id FROM engine_checkpoint_ttl WHERE expires_at <= %s "
+        "ORDER BY thread_id"
+    ),
+    "stored_bytes": (
+        "SELECT "
+        "(SELECT COALESCE(SUM({length}(checkpoint) + {length}(metadata)), 0) "
+        "FROM engine_checkpoints WHERE thread_id = %s), "
+        "(SELECT COALESCE(SUM({length}(blob)), 0) "
+        "FROM engine_checkpoint_blobs WHERE thread_id = %s), "
+        "(SELECT COALESCE(SUM({length}(blob)), 0) "
+        "FROM engine_checkpoint_writes WHERE thread_id = %s)"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class SqlDialect:
+    """A backend's SQL: the shared templates rendered with its fragments.
+
+    Subclasses set the class attributes below and may override the hooks.
+    """
+
+    placeholder: str = "%s"
+    """``%s`` (psycopg) or ``?`` (sqlite3)."""
+    keys3: str = ""
+    """A query yielding rows of 3 text columns from one parameter."""
+    keys4: str = ""
+    """A query yielding rows of 4 text columns from one parameter."""
+    length: str = "length"
+    """The byte-length function for payload columns."""
+    lock_thread: str | None = None
+    """A statement taking (thread_id, checkpoint_ns) that serializes the writers of
+    one thread inside the current transaction, or None when the transaction
+    itself already does (SQLite's ``BEGIN IMMEDIATE``)."""
+    overrides: Mapping[str, str] = field(default_factory=dict)
+    """Statements this dialect writes differently, by template name."""
+    sql: dict[str, str] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        rendered: dict[str, str] = {}
+        for name, template in {**_TEMPLATES, **self.overrides}.items():
+            text = template.replace("{keys3}", self.keys3)
+            text = text.replace("{keys4}", self.keys4)
+            text = text.replace("{length}", self.length)
+            if self.placeholder != "%s":
+                text = text.replace("%s", self.placeholder)
+            rendered[name] = text
+        object.__setattr__(self, "sql", rendered)
+
+    def __getitem__(self, name: str) -> str:
+        return self.sql[name]
+
+    # -- hooks ---------------------------------------------------------------------
+
+    def keys_param(
+        self, keys: Sequence[tuple[str, ...]], width: int
+    ) -> tuple[Any, ...]:
+        """Parameters for a ``{keys3}``/``{keys4}`` fragment holding ``keys``."""
+        raise NotImplementedError
+
+    def timestamp(self, moment: datetime) -> Any:
+        """A parameter for a stored deadline (``expires_at``)."""
+        return moment
+
+    def checkpoint_params(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        """Parameters of ``insert_checkpoint`` for a row in ``_COLS_CHECKPOINT`` order."""
+        return row
+
+    def metadata_filter(
+        self, encoded: tuple[str, bytes] | None
+    ) -> tuple[str, tuple[Any, ...]] | None:
+        """A SQL condition pre-filtering ``list()`` by metadata (a superset of the
+        matches; rows are re-checked in Python), or None to filter in Python only."""
+        return None
