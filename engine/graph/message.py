@@ -14,7 +14,13 @@ from typing import Annotated, Any, TypedDict
 
 from engine.errors import ErrorCode, InvalidUpdateError, error_message
 
-__all__ = ("REMOVE_ALL_MESSAGES", "MessagesState", "RemoveMessage", "add_messages")
+__all__ = (
+    "REMOVE_ALL_MESSAGES",
+    "MessagesState",
+    "RemoveMessage",
+    "add_messages",
+    "message_as_dict",
+)
 
 REMOVE_ALL_MESSAGES = "__remove_all__"
 """Id of a RemoveMessage that clears the whole history."""
@@ -211,3 +217,25 @@ def message_content(message: Any) -> Any:
 
 def normalize_messages(messages: Sequence[Any]) -> list[Any]:
     return [_coerce(m) for m in messages]
+
+
+def message_as_dict(message: Any) -> dict[str, Any]:
+    """Any supported message as a plain dict: role, content, id, and tool fields if any."""
+    if isinstance(message, dict):
+        out = dict(message)
+        out["role"] = message_role(message)
+        return out
+    if isinstance(message, (str, tuple)):
+        return message_as_dict(_coerce(message))
+    out = {"role": message_role(message), "content": getattr(message, "content", "")}
+    for field in ("id", "name", "tool_call_id"):
+        value = getattr(message, field, None)
+        if value is not None:
+            out[field] = value
+    calls = getattr(message, "tool_calls", None)
+    if calls:
+        out["tool_calls"] = [
+            {"id": c.get("id"), "name": c.get("name"), "args": c.get("args", {})}
+            for c in calls
+        ]
+    return out

@@ -1,3 +1,26 @@
-"""Prebuilt graphs and nodes: tool execution and a tool-calling agent."""
+"""Prebuilt graphs and nodes: tool execution and a tool-calling agent (``langgraph.prebuilt``)."""
 
 from __future__ import annotations
+
+from engine.prebuilt.chat_model import (
+    ChatModel,
+    ScriptedChatModel,
+    acall_model,
+    call_model,
+)
+from engine.prebuilt.react_agent import create_react_agent
+from engine.prebuilt.tool_node import ToolNode, tools_condition
+from engine.prebuilt.tools import Tool, as_tool, tool
+
+__all__ = (
+    "ChatModel",
+    "ScriptedChatModel",
+    "Tool",
+    "ToolNode",
+    "acall_model",
+    "as_tool",
+    "call_model",
+    "create_react_agent",
+    "tool",
+    "tools_condition",
+)
