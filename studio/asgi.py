@@ -25,6 +25,12 @@ from studio.routing import websocket_urlpatterns  # noqa: E402
 
 http_app = ASGIStaticFilesHandler(django_http) if settings.SERVE_STATIC else django_http
 
+if settings.STUDIO_EMBEDDED_WORKER:
+    # Embedded mode: one worker thread in the web process runs queued runs.
+    from studio.services.worker import start_embedded_worker
+
+    start_embedded_worker()
+
 application = ProtocolTypeRouter(
     {
         "http": http_app,

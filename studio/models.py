@@ -1,3 +1,249 @@
-"""Studio models (runs, events, decisions) arrive with the issues that need them."""
+"""Studio tables: threads, runs and their event log, API tokens, purchase decisions.
+
+Checkpoints are not here: they live in the engine's checkpointer (SQLite file
+embedded, Postgres scale-out). These tables are what the studio owns: who
+started what, the run queue, the per-run event log the browser catches up
+from, and the records a reviewer console must keep.
+"""
 
 from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+__all__ = (
+    "ApiToken",
+    "ApprovalDecision",
+    "AuditEntry",
+    "PurchaseOutbox",
+    "Run",
+    "RunEvent",
+    "Thread",
+)
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+class Thread(models.Model):
+    """A conversation/workflow instance of one graph; its history is in the checkpointer."""
+
+    class Status(models.TextChoices):
+        IDLE = "idle", "idle"
+        BUSY = "busy", "running"
+        INTERRUPTED = "interrupted", "interrupted"
+        ERROR = "error", "failed"
+
+    thread_id = models.CharField(primary_key=True, max_length=64, default=new_id)
+    graph = models.CharField(max_length=64, db_index=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="studio_threads",
+    )
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.IDLE
+    )
+    has_state = models.BooleanField(default=False)
+    """True once a run saved a checkpoint (an idle thread with state is "done")."""
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["graph", "-updated_at"]),
+            models.Index(fields=["owner", "-updated_at"]),
+            models.Index(fields=["status", "-updated_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.graph}/{self.thread_id}"
+
+    @property
+    def display_status(self) -> str:
+        """running / interrupted / done / failed / new (the threads list filter values)."""
+        if self.status == self.Status.BUSY:
+            return "running"
+        if self.status == self.Status.INTERRUPTED:
+            return "interrupted"
+        if self.status == self.Status.ERROR:
+            return "failed"
+        return "done" if self.has_state else "new"
+
+
+class Run(models.Model):
+    """One queued execution of a graph on a thread, claimed by a worker."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        SUCCESS = "success"
+        ERROR = "error"
+        TIMEOUT = "timeout"
+        INTERRUPTED = "interrupted"
+
+    class Strategy(models.TextChoices):
+        REJECT = "reject"
+        ENQUEUE = "enqueue"
+        INTERRUPT = "interrupt"
+        ROLLBACK = "rollback"
+
+    run_id = models.CharField(primary_key=True, max_length=64, default=new_id)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="runs")
+    graph = models.CharField(max_length=64)
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True
+    )
+    input = models.JSONField(null=True, blank=True)
+    """The run's input (null to continue the thread, e.g. after a resume)."""
+    command = models.JSONField(null=True, blank=True)
+    """A ``Command`` as JSON: ``{"resume": ..., "update": ..., "goto": ...}``."""
+    checkpoint_id = models.CharField(max_length=64, blank=True, default="")
+    """Start from this checkpoint (replay / continue a fork) instead of the head."""
+    config = models.JSONField(default=dict, blank=True)
+    multitask_strategy = models.CharField(
+        max_length=16, choices=Strategy.choices, default=Strategy.ENQUEUE
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="studio_runs",
+    )
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    not_before = models.DateTimeField(default=timezone.now)
+    """The run is not claimed before this time (``after_seconds``)."""
+    updated_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    lease_owner = models.CharField(max_length=128, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    attempt = models.PositiveIntegerField(default=0)
+    cancel_requested = models.CharField(max_length=16, blank=True, default="")
+    """``interrupt`` or ``rollback`` when someone asked to stop the run."""
+    error = models.JSONField(null=True, blank=True)
+    output = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["status", "not_before", "created_at"]),
+            models.Index(fields=["thread", "-created_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} ({self.status})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status not in (self.Status.PENDING, self.Status.RUNNING)
+
+
+class RunEvent(models.Model):
+    """One event of a run, in order; the browser catches up with ``?after=<id>``."""
+
+    id = models.BigAutoField(primary_key=True)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=32)
+    payload = models.JSONField(default=dict)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["thread", "id"]),
+            models.Index(fields=["run", "id"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.id}"
+
+
+class ApiToken(models.Model):
+    """A personal API token; only its SHA-256 is stored."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="studio_tokens"
+    )
+    name = models.CharField(max_length=64, default="default")
+    digest = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=12)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    @staticmethod
+    def hash(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    @classmethod
+    def issue(cls, user: Any, name: str = "default") -> tuple[ApiToken, str]:
+        """Create a token; returns the row and the secret (shown once)."""
+        secret = f"gs_{secrets.token_urlsafe(32)}"
+        token = cls.objects.create(
+            user=user, name=name, digest=cls.hash(secret), prefix=secret[:10]
+        )
+        return token, secret
+
+
+class ApprovalDecision(models.Model):
+    """A reviewer's decision on one version of a purchase request (at most one)."""
+
+    decision_id = models.CharField(max_length=64, unique=True)
+    thread = models.ForeignKey(
+        Thread, on_delete=models.PROTECT, related_name="decisions"
+    )
+    request_id = models.CharField(max_length=128)
+    approval_version = models.PositiveIntegerField()
+    action = models.CharField(max_length=16)
+    reason = models.TextField(blank=True, default="")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        related_name="studio_decisions",
+    )
+    seen = models.JSONField(default=dict)
+    """The interrupt payload the reviewer was shown when deciding."""
+    decided_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["request_id", "approval_version"],
+                name="one_decision_per_version",
+            )
+        ]
+
+
+class PurchaseOutbox(models.Model):
+    """The purchase side effect, keyed by ``request_id``: a retry or replay never buys twice."""
+
+    request_id = models.CharField(max_length=128, unique=True)
+    approval_version = models.PositiveIntegerField()
+    amount_minor = models.BigIntegerField()
+    vendor = models.CharField(max_length=200, blank=True, default="")
+    thread_id = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+    executions = models.PositiveIntegerField(default=1)
+    """How many times execution was attempted (the purchase itself happened once)."""
+
+
+class AuditEntry(models.Model):
+    """Who did what, when, on which thread (decisions, time travel, cancels)."""
+
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    action = models.CharField(max_length=64)
+    thread_id = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    detail = models.JSONField(default=dict)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)

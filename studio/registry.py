@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import json
 import sys
 import threading
 from pathlib import Path
@@ -41,9 +42,41 @@ class GraphLoadError(Exception):
 
 
 def graph_specs() -> dict[str, str]:
-    """The configured entries, by name, sorted. Imports nothing."""
-    graphs: dict[str, str] = getattr(settings, "STUDIO_GRAPHS", {})
+    """The configured entries, by name, sorted. Imports nothing.
+
+    ``STUDIO_GRAPHS`` plus, when ``STUDIO_GRAPHS_FILE`` names a ``langgraph.json``
+    file, its ``graphs`` map (paths resolved against the file's folder).
+    """
+    graphs: dict[str, str] = dict(getattr(settings, "STUDIO_GRAPHS", {}))
+    graphs.update(_file_specs(getattr(settings, "STUDIO_GRAPHS_FILE", "") or ""))
     return dict(sorted(graphs.items()))
+
+
+def _file_specs(path_text: str) -> dict[str, str]:
+    if not path_text:
+        return {}
+    path = Path(path_text)
+    if not path.is_absolute():
+        path = Path(settings.BASE_DIR) / path
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise GraphLoadError(
+            "*", str(path), f"cannot read the graphs file: {exc}"
+        ) from exc
+    graphs = data.get("graphs") if isinstance(data, dict) else None
+    if not isinstance(graphs, dict):
+        raise GraphLoadError("*", str(path), 'the file has no "graphs" object')
+    specs: dict[str, str] = {}
+    for name, spec in graphs.items():
+        if not isinstance(spec, str):
+            raise GraphLoadError(str(name), repr(spec), "each graph must be a string")
+        target, sep, attr = spec.rpartition(":")
+        if sep and target.endswith(".py") and not Path(target).is_absolute():
+            target = str((path.parent / target).resolve())
+            spec = f"{target}:{attr}"
+        specs[str(name)] = spec
+    return specs
 
 
 def graph_names() -> list[str]:
@@ -93,6 +126,11 @@ def _load(name: str, spec: str) -> Any:
         raise GraphLoadError(
             name, spec, f"{target} has no attribute {attr!r}."
         ) from exc
+    if not hasattr(obj, "invoke") and callable(getattr(obj, "compile", None)):
+        try:
+            obj = obj.compile()
+        except Exception as exc:
+            raise GraphLoadError(name, spec, f"compile() failed: {exc!r}") from exc
     if not hasattr(obj, "invoke") and callable(obj):
         try:
             obj = obj()

@@ -183,7 +183,28 @@ LOGGING: dict[str, Any] = {
 
 # Graph registry: name -> "package.module:attr" or "path/to/file.py:attr"; the attr is
 # a compiled graph or a callable returning one. See studio/registry.py.
-STUDIO_GRAPHS: dict[str, str] = {}
+STUDIO_GRAPHS: dict[str, str] = {
+    "purchase": "studio.graphs.purchase:build",
+    "research": "studio.graphs.research:build",
+    "tool_agent": "studio.graphs.tool_agent:build",
+}
+# A langgraph.json-style file whose "graphs" map is added to (and overrides) the above;
+# its paths are relative to the file's folder. Lets a LangGraph project open as it is.
+STUDIO_GRAPHS_FILE = os.environ.get("STUDIO_GRAPHS_FILE", "")
+
+# One in-process worker thread runs queued runs (embedded mode). Scale-out runs
+# `manage.py studio_worker` processes instead.
+STUDIO_EMBEDDED_WORKER = env_bool("STUDIO_EMBEDDED_WORKER", default=EMBEDDED)
+
+# Purchase approval demo: the budget limit in fen (100,000 CNY).
+STUDIO_PURCHASE_BUDGET_LIMIT_MINOR = int(
+    os.environ.get("STUDIO_PURCHASE_BUDGET_LIMIT_MINOR", "10000000")
+)
+
+# The tool agent demo uses a scripted model unless an OpenAI-compatible endpoint is set.
+STUDIO_OPENAI_BASE_URL = os.environ.get("STUDIO_OPENAI_BASE_URL", "")
+STUDIO_OPENAI_API_KEY = os.environ.get("STUDIO_OPENAI_API_KEY", "")
+STUDIO_OPENAI_MODEL = os.environ.get("STUDIO_OPENAI_MODEL", "gpt-4o-mini")
 
 # The embedded SQLite checkpointer's file (engine.checkpoint.sqlite).
 STUDIO_CHECKPOINT_DB = Path(

@@ -33,3 +33,6 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 SERVE_STATIC = True
 STUDIO_GRAPHS = {}
 STUDIO_CHECKPOINT_DB = _TMP / "checkpoints.sqlite3"
+# Tests drive workers explicitly (studio.services.worker.Worker.run_once).
+STUDIO_EMBEDDED_WORKER = False
+STUDIO_GRAPHS_FILE = ""

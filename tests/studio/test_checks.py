@@ -6,6 +6,7 @@ import pytest
 from django.core.management import call_command
 
 
+@pytest.mark.django_db  # JSONField's check asks the database about JSON support
 def test_system_checks_pass() -> None:
     out = StringIO()
     call_command("check", stdout=out)

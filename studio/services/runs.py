@@ -1,0 +1,181 @@
+"""The run queue: start, cancel and wait for runs. Used by views, the API and forms.
+
+Runs are executed by workers (``studio.services.worker``), never in a request.
+One run per thread at a time; a new run on a busy thread follows its
+``multitask_strategy``: ``reject`` (409), ``enqueue`` (wait), ``interrupt``
+(stop the active run, keep its progress) or ``rollback`` (stop it, and go back
+to the thread's state before it).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from studio.errors import Conflict, InvalidInput, ThreadNotFound
+from studio.models import AuditEntry, Run, Thread
+
+__all__ = (
+    "ACTIVE",
+    "cancel_run",
+    "start_run",
+    "visible_thread",
+    "wait_for",
+    "wake_workers",
+)
+
+ACTIVE = (Run.Status.PENDING, Run.Status.RUNNING)
+BUSY_MESSAGE = (
+    "Thread is already running a task. Wait for it to finish or choose a different "
+    "multitask strategy."
+)
+
+_wake = threading.Condition()
+
+
+def wake_workers() -> None:
+    """Tell in-process workers a run is waiting (remote workers poll)."""
+    with _wake:
+        _wake.notify_all()
+
+
+def wait_for_work(timeout: float) -> None:
+    with _wake:
+        _wake.wait(timeout)
+
+
+def can_see(user: Any, thread: Thread) -> bool:
+    """Owners see their threads; superusers see every thread."""
+    if user is None or not user.is_authenticated:
+        return False
+    return bool(user.is_superuser) or thread.owner_id == user.pk
+
+
+def visible_thread(user: Any, thread_id: str) -> Thread:
+    """The thread, if this user may see it; otherwise ThreadNotFound (never 403: no leak)."""
+    thread = Thread.objects.filter(pk=thread_id).first()
+    if thread is None or not can_see(user, thread):
+        raise ThreadNotFound(f"There is no thread {thread_id!r}.", thread_id=thread_id)
+    return thread
+
+
+def start_run(
+    *,
+    graph: str,
+    user: Any,
+    input: Any = None,
+    command: dict[str, Any] | None = None,
+    thread_id: str | None = None,
+    checkpoint_id: str = "",
+    strategy: str = Run.Strategy.ENQUEUE,
+    after_seconds: float = 0,
+    config: dict[str, Any] | None = None,
+    thread_metadata: dict[str, Any] | None = None,
+    create_thread: bool = False,
+) -> Run:
+    """Queue a run of ``graph`` on a thread (created when ``thread_id`` is None)."""
+    if strategy not in Run.Strategy.values:
+        raise InvalidInput(f"Unknown multitask strategy {strategy!r}.")
+    if after_seconds < 0:
+        raise InvalidInput("after_seconds must be zero or more.")
+    now = timezone.now()
+    with transaction.atomic():
+        if thread_id is None:
+            thread = Thread.objects.create(
+                graph=graph, owner=user, metadata=thread_metadata or {}
+            )
+        else:
+            thread = Thread.objects.select_for_update().filter(pk=thread_id).first()
+            if thread is None and create_thread:
+                thread = Thread.objects.create(
+                    thread_id=thread_id,
+                    graph=graph,
+                    owner=user,
+                    metadata=thread_metadata or {},
+                )
+            if thread is None or not can_see(user, thread):
+                raise ThreadNotFound(
+                    f"There is no thread {thread_id!r}.", thread_id=thread_id
+                )
+            if thread.graph != graph:
+                raise Conflict(
+                    f"Thread {thread.thread_id!r} belongs to graph {thread.graph!r}, not {graph!r}."
+                )
+        active = list(Run.objects.filter(thread=thread, status__in=ACTIVE))
+        if active:
+            if strategy == Run.Strategy.REJECT:
+                raise Conflict(BUSY_MESSAGE, thread_id=thread.thread_id)
+            if strategy in (Run.Strategy.INTERRUPT, Run.Strategy.ROLLBACK):
+                for previous in active:
+                    _request_cancel(previous, strategy, user)
+        run = Run.objects.create(
+            thread=thread,
+            graph=graph,
+            input=input,
+            command=command,
+            checkpoint_id=checkpoint_id,
+            config=config or {},
+            multitask_strategy=strategy,
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+            created_at=now,
+            not_before=now + timedelta(seconds=after_seconds),
+        )
+        Thread.objects.filter(pk=thread.pk).update(
+            status=Thread.Status.BUSY, updated_at=now
+        )
+    wake_workers()
+    return run
+
+
+def _request_cancel(run: Run, action: str, user: Any) -> None:
+    if run.status == Run.Status.PENDING:
+        Run.objects.filter(pk=run.pk, status=Run.Status.PENDING).update(
+            status=Run.Status.INTERRUPTED,
+            cancel_requested=action,
+            finished_at=timezone.now(),
+            updated_at=timezone.now(),
+        )
+    else:
+        Run.objects.filter(pk=run.pk).update(
+            cancel_requested=action, updated_at=timezone.now()
+        )
+    AuditEntry.objects.create(
+        actor=user if getattr(user, "is_authenticated", False) else None,
+        action=f"run.cancel.{action}",
+        thread_id=run.thread_id,
+        detail={"run_id": run.run_id},
+    )
+
+
+def cancel_run(run: Run, user: Any, action: str = "interrupt") -> Run:
+    """Ask a pending or running run to stop (``interrupt`` or ``rollback``)."""
+    if action not in ("interrupt", "rollback"):
+        raise InvalidInput(
+            f"Unknown cancel action {action!r}; use interrupt or rollback."
+        )
+    run.refresh_from_db()
+    if run.is_terminal:
+        raise Conflict(f"Run {run.run_id} already finished ({run.status}).")
+    _request_cancel(run, action, user)
+    run.refresh_from_db()
+    if run.status == Run.Status.INTERRUPTED:
+        from studio.services.worker import settle_thread  # noqa: PLC0415 - avoid cycle
+
+        settle_thread(run.thread_id)
+    wake_workers()
+    return run
+
+
+def wait_for(run_id: str, timeout: float = 300.0, poll: float = 0.05) -> Run:
+    """Block until the run is terminal (or ``timeout`` seconds passed); returns it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        run = Run.objects.get(pk=run_id)
+        if run.is_terminal or time.monotonic() >= deadline:
+            return run
+        time.sleep(poll)

@@ -1,0 +1,334 @@
+"""Workers: claim queued runs, hold a lease with heartbeats, run them, record events.
+
+Claiming is ``SELECT ... FOR UPDATE SKIP LOCKED`` on Postgres (any number of
+workers on any number of machines) and a conditional update on SQLite (the
+embedded single worker). A run whose worker died (lease expired) is queued
+again and continues from its last checkpoint. Every engine event is appended to
+the run's event log first and published to the thread's group second.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import traceback
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from django.db import close_old_connections, connection, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from engine import events as ev
+from engine.types import Command
+from studio.models import Run, Thread
+from studio.services import events as run_events
+from studio.services.graphs import runnable
+from studio.services.runs import wait_for_work
+
+__all__ = ("Worker", "settle_thread", "start_embedded_worker")
+
+log = logging.getLogger(__name__)
+
+LEASE_SECONDS = 30.0
+HEARTBEAT_SECONDS = 5.0
+CANCEL_CHECK_SECONDS = 0.5
+
+
+class _Cancelled(Exception):
+    def __init__(self, action: str) -> None:
+        super().__init__(action)
+        self.action = action
+
+
+def settle_thread(thread_id: str) -> None:
+    """Set a thread's status from its runs and its last run's outcome."""
+    now = timezone.now()
+    if Run.objects.filter(
+        thread_id=thread_id, status__in=(Run.Status.PENDING, Run.Status.RUNNING)
+    ).exists():
+        Thread.objects.filter(pk=thread_id).update(
+            status=Thread.Status.BUSY, updated_at=now
+        )
+        return
+    last = (
+        Run.objects.filter(thread_id=thread_id)
+        .exclude(started_at=None)
+        .order_by("-started_at")
+        .first()
+    )
+    status = Thread.Status.IDLE
+    if last is not None:
+        if last.status == Run.Status.ERROR:
+            status = Thread.Status.ERROR
+        elif last.status == Run.Status.SUCCESS and (last.output or {}).get(
+            "interrupted"
+        ):
+            status = Thread.Status.INTERRUPTED
+    Thread.objects.filter(pk=thread_id).update(status=status, updated_at=now)
+
+
+class Worker:
+    """Runs queued runs one at a time.
+
+    Args:
+        name: lease owner name (default: host:pid:random).
+        lease_seconds: how long a claim lasts without a heartbeat.
+    """
+
+    def __init__(
+        self, name: str | None = None, lease_seconds: float = LEASE_SECONDS
+    ) -> None:
+        self.name = (
+            name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        )
+        self.lease_seconds = lease_seconds
+        self.stopping = threading.Event()
+
+    # -- queue -------------------------------------------------------------------
+
+    def requeue_expired(self) -> int:
+        """Runs whose worker stopped heartbeating go back to the queue."""
+        now = timezone.now()
+        return Run.objects.filter(
+            status=Run.Status.RUNNING, lease_expires_at__lt=now
+        ).update(
+            status=Run.Status.PENDING,
+            lease_owner="",
+            lease_expires_at=None,
+            updated_at=now,
+        )
+
+    def claim(self) -> Run | None:
+        """Take the oldest due pending run of a thread that has no running run."""
+        now = timezone.now()
+        postgres = connection.vendor == "postgresql"
+        for _ in range(5):
+            with transaction.atomic():
+                candidates = (
+                    Run.objects.filter(status=Run.Status.PENDING, not_before__lte=now)
+                    .exclude(thread__runs__status=Run.Status.RUNNING)
+                    .order_by("created_at")
+                )
+                if postgres:
+                    candidates = candidates.select_for_update(
+                        skip_locked=True, of=("self",)
+                    )
+                run = candidates.first()
+                if run is None:
+                    return None
+                if postgres:
+                    # serialize per thread: one running run at a time
+                    Thread.objects.select_for_update().filter(pk=run.thread_id).first()
+                    if Run.objects.filter(
+                        thread_id=run.thread_id, status=Run.Status.RUNNING
+                    ).exists():
+                        continue
+                claimed = Run.objects.filter(
+                    pk=run.pk, status=Run.Status.PENDING
+                ).update(
+                    status=Run.Status.RUNNING,
+                    lease_owner=self.name,
+                    lease_expires_at=now + timedelta(seconds=self.lease_seconds),
+                    started_at=run.started_at or now,
+                    updated_at=now,
+                    attempt=F("attempt") + 1,
+                )
+                if not claimed:
+                    continue
+                Thread.objects.filter(pk=run.thread_id).update(
+                    status=Thread.Status.BUSY, updated_at=now
+                )
+            run.refresh_from_db()
+            return run
+        return None
+
+    def run_once(self) -> bool:
+        """Requeue expired leases, claim one run and execute it. False when idle."""
+        self.requeue_expired()
+        run = self.claim()
+        if run is None:
+            return False
+        self.execute(run)
+        return True
+
+    def run_forever(self, poll: float = 1.0) -> None:
+        """Work until :attr:`stopping` is set (sleeping on the in-process wake-up)."""
+        while not self.stopping.is_set():
+            try:
+                worked = self.run_once()
+            except Exception:
+                log.exception("worker %s: run loop failed", self.name)
+                worked = False
+            finally:
+                close_old_connections()
+            if not worked:
+                wait_for_work(poll)
+
+    # -- execution -----------------------------------------------------------------
+
+    def execute(self, run: Run) -> None:
+        """Run the graph for ``run``; record its events; settle run and thread."""
+        heartbeat = _Heartbeat(run.run_id, self.name, self.lease_seconds)
+        heartbeat.start()
+        run_events.append(
+            run, "run.status", {"status": Run.Status.RUNNING, "attempt": run.attempt}
+        )
+        status: str = Run.Status.SUCCESS
+        error: dict[str, Any] | None = None
+        output: dict[str, Any] = {}
+        try:
+            output = self._stream(run)
+        except _Cancelled as cancelled:
+            status = Run.Status.INTERRUPTED
+            output = {"cancelled": cancelled.action}
+        except Exception as exc:
+            status = Run.Status.ERROR
+            error = {"error": type(exc).__name__, "message": str(exc)}
+            log.info(
+                "run %s failed: %s",
+                run.run_id,
+                "".join(traceback.format_exception_only(exc)).strip(),
+            )
+        finally:
+            heartbeat.stop()
+        now = timezone.now()
+        Run.objects.filter(pk=run.pk).update(
+            status=status,
+            error=error,
+            output=output,
+            finished_at=now,
+            updated_at=now,
+            lease_owner="",
+            lease_expires_at=None,
+        )
+        if output.get("checkpointed"):
+            Thread.objects.filter(pk=run.thread_id).update(has_state=True)
+        settle_thread(run.thread_id)
+        run_events.append(
+            run, "run.status", {"status": status, "error": error, **output}
+        )
+
+    def _config(self, run: Run) -> dict[str, Any]:
+        user = run.created_by
+        configurable: dict[str, Any] = {"thread_id": run.thread_id}
+        if run.checkpoint_id:
+            configurable["checkpoint_id"] = run.checkpoint_id
+        if user is not None:
+            configurable["studio_user"] = user.get_username()
+        return {
+            "configurable": configurable,
+            "metadata": {
+                "run_id": run.run_id,
+                "graph_id": run.graph,
+                "studio_user": user.get_username() if user is not None else "",
+            },
+            "run_id": run.run_id,
+            "recursion_limit": int(run.config.get("recursion_limit", 25)),
+        }
+
+    def _input(self, run: Run, graph: Any, config: dict[str, Any]) -> Any:
+        if run.command:
+            return Command(**run.command)
+        if run.attempt > 1:
+            # a retried run continues from its own last checkpoint instead of restarting
+            head = graph.get_state({"configurable": {"thread_id": run.thread_id}})
+            if (head.metadata or {}).get("run_id") == run.run_id:
+                config["configurable"].pop("checkpoint_id", None)
+                return None
+        return run.input
+
+    def _stream(self, run: Run) -> dict[str, Any]:
+        graph = runnable(run.graph)
+        config = self._config(run)
+        graph_input = self._input(run, graph, config)
+        durability = run.config.get("durability")
+        last_check = time.monotonic()
+        outcome: dict[str, Any] = {"checkpointed": False}
+        stream = graph.stream_events(graph_input, config, durability=durability)
+        try:
+            for event in stream:
+                if isinstance(event, ev.RunFinished):
+                    outcome["interrupted"] = event.status == "interrupted"
+                    continue
+                if isinstance(event, ev.CheckpointSaved):
+                    outcome["checkpointed"] = True
+                record = run_events.as_record(event)
+                if record is not None:
+                    run_events.append(run, *record)
+                if time.monotonic() - last_check > CANCEL_CHECK_SECONDS:
+                    last_check = time.monotonic()
+                    action = (
+                        Run.objects.filter(pk=run.pk)
+                        .values_list("cancel_requested", flat=True)
+                        .first()
+                    )
+                    if action:
+                        raise _Cancelled(action)
+        finally:
+            stream.close()
+        action = (
+            Run.objects.filter(pk=run.pk)
+            .values_list("cancel_requested", flat=True)
+            .first()
+        )
+        if action:
+            raise _Cancelled(action)
+        return outcome
+
+
+class _Heartbeat:
+    """Extends a run's lease every few seconds while it executes."""
+
+    def __init__(self, run_id: str, owner: str, lease_seconds: float) -> None:
+        self.run_id = run_id
+        self.owner = owner
+        self.lease_seconds = lease_seconds
+        self.done = threading.Event()
+        self.thread = threading.Thread(
+            target=self._beat, name=f"heartbeat-{run_id[:8]}", daemon=True
+        )
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join(timeout=5)
+
+    def _beat(self) -> None:
+        interval = min(HEARTBEAT_SECONDS, self.lease_seconds / 3)
+        try:
+            while not self.done.wait(interval):
+                Run.objects.filter(
+                    Q(pk=self.run_id),
+                    Q(lease_owner=self.owner),
+                    Q(status=Run.Status.RUNNING),
+                ).update(
+                    lease_expires_at=timezone.now()
+                    + timedelta(seconds=self.lease_seconds)
+                )
+        finally:
+            close_old_connections()
+
+
+_embedded: Worker | None = None
+_embedded_lock = threading.Lock()
+
+
+def start_embedded_worker() -> Worker:
+    """The in-process worker of embedded mode (one daemon thread, started once)."""
+    global _embedded
+    with _embedded_lock:
+        if _embedded is None:
+            worker = Worker(name=f"embedded:{os.getpid()}")
+            thread = threading.Thread(
+                target=worker.run_forever, name="studio-worker", daemon=True
+            )
+            thread.start()
+            _embedded = worker
+    return _embedded
