@@ -938,12 +938,23 @@ class CompiledStateGraph(Pregel):
                         )
                     )
 
-    def migrate_checkpoint(self, checkpoint: Checkpoint) -> None:
+    def migrate_checkpoint(self, checkpoint: Checkpoint) -> bool:
         """Upgrade values saved under an older ``schema_version``, or refuse them."""
         saved_version = checkpoint.get("schema_version")
         current = self.schema_version
         if saved_version is None or current is None or saved_version == current:
-            return
+            unknown = sorted(k for k in checkpoint["channel_values"] if k not in self.channels)
+            if unknown:
+                raise SchemaMigrationError(
+                    error_message(
+                        f"Checkpoint {checkpoint.get('id')} holds state field {unknown[0]!r}, "
+                        f"which state schema version {current} does not declare. If the field "
+                        "was removed or renamed, raise StateGraph(schema_version=...) and "
+                        "register a migration with add_migration().",
+                        ErrorCode.SCHEMA_VERSION,
+                    )
+                )
+            return False
         if saved_version > current:
             raise SchemaMigrationError(
                 error_message(
@@ -966,8 +977,11 @@ class CompiledStateGraph(Pregel):
                         ErrorCode.SCHEMA_VERSION,
                     )
                 )
-            state = {k: v for k, v in values.items() if k in self.state_channel_set}
-            other = {k: v for k, v in values.items() if k not in self.state_channel_set}
+            # the migration sees the saved state fields (old names included), not the
+            # graph's internal channels (edge triggers, join barriers)
+            internal = {k for k in self.channels if k not in self.state_channel_set}
+            state = {k: v for k, v in values.items() if k not in internal}
+            other = {k: v for k, v in values.items() if k in internal}
             migrated = migrate(dict(state))
             if not isinstance(migrated, dict):
                 raise SchemaMigrationError(
@@ -986,6 +1000,7 @@ class CompiledStateGraph(Pregel):
             version += 1
         checkpoint["channel_values"] = values
         checkpoint["schema_version"] = current
+        return True
 
     def get_graph(self, config: Any = None, *, xray: int | bool = False) -> Any:
         from engine.graph._draw import draw_state_graph  # noqa: PLC0415

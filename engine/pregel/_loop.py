@@ -206,7 +206,7 @@ class PregelLoop:
             self.prev_checkpoint_config = saved.parent_config
             self._head = checkpoint["id"]
             self._last_saved_id = checkpoint["id"]
-        graph.migrate_checkpoint(checkpoint)
+        migrated = graph.migrate_checkpoint(checkpoint)
         self.checkpoint = checkpoint
         self.checkpoint_metadata = metadata
         self.checkpoint_pending_writes = pending
@@ -228,6 +228,20 @@ class PregelLoop:
         self._saved_versions = checkpoint["channel_versions"]
         versions = checkpoint["channel_versions"]
         self._max_version = max(versions.values()) if versions else None
+        if migrated:
+            # migrated values get fresh versions, so the next save stores them
+            version = self._next_version()
+            for name in [k for k in versions if k not in graph.channels]:
+                versions.pop(name)  # fields the migration removed or renamed
+            for name in graph.channels:
+                if name in values or name in versions:
+                    if name not in values:
+                        versions.pop(name, None)
+                        continue
+                    versions[name] = version
+                    if self._bumped is not None:
+                        self._bumped.add(name)
+            self._saved_values = {}
         self.step = metadata.get("step", -2) + 1
         self.stop = self.step + self.recursion_limit + 1
         updated = checkpoint.get("updated_channels")

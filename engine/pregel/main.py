@@ -178,8 +178,12 @@ class Pregel:
     def validate_update(self, as_node: str, values: Any) -> None:
         """Refuse an ``update_state`` the graph cannot apply (see StateGraph)."""
 
-    def migrate_checkpoint(self, checkpoint: Checkpoint) -> None:
-        """Bring a checkpoint saved under an older schema up to date (see StateGraph)."""
+    def migrate_checkpoint(self, checkpoint: Checkpoint) -> bool:
+        """Bring a checkpoint saved under an older schema up to date (see StateGraph).
+
+        Returns True when values were migrated (they must be saved anew).
+        """
+        return False
 
     # -- configuration -------------------------------------------------------------
 
