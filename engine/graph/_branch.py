@@ -129,6 +129,19 @@ class BranchSpec:
             result = _run_coroutine(result)
         return result
 
+    async def aroute(self, state: Any) -> Any:
+        """Async twin of :meth:`route` (async path functions are awaited)."""
+        scope = current_scope()
+        path = self.path
+        if scope is not None and path.is_async:
+            awaitable = path.ainvoke(state, scope)
+            assert awaitable is not None
+            return await awaitable
+        result = path.func(state) if scope is None else path.invoke(state, scope)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
     def writes(self, result: Any, known_nodes: frozenset[str]) -> list[tuple[str, Any]]:
         out: list[tuple[str, Any]] = []
         for target in self.destinations(result, known_nodes):

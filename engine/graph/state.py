@@ -666,13 +666,7 @@ class _NodeWriter:
         for target in command.goto_targets():
             writes.append(self.graph.goto_write(target, self.where))
 
-    def __call__(
-        self,
-        task: PregelExecutableTask,
-        output: Any,
-        read_fresh: Callable[[Sequence[str]], dict[str, Any]],
-    ) -> None:
-        writes = task.writes
+    def _apply_output(self, writes: list[tuple[str, Any]], output: Any) -> None:
         if output is None:
             pass
         elif type(output) is dict:
@@ -700,14 +694,43 @@ class _NodeWriter:
             self._update(writes, output)
         if self.edge_writes:
             writes.extend(self.edge_writes)
+
+    def _routing_state(
+        self, read_fresh: Callable[[Sequence[str]], dict[str, Any]]
+    ) -> Any:
+        state = read_fresh(self.state_keys)
+        if self.state_mapper is not None:
+            state = self.state_mapper(state)
+        return state
+
+    def __call__(
+        self,
+        task: PregelExecutableTask,
+        output: Any,
+        read_fresh: Callable[[Sequence[str]], dict[str, Any]],
+    ) -> None:
+        self._apply_output(task.writes, output)
         if self.branches:
             assert self.graph is not None
-            state = read_fresh(self.state_keys)
-            if self.state_mapper is not None:
-                state = self.state_mapper(state)
+            state = self._routing_state(read_fresh)
             known = self.graph.node_names
             for branch in self.branches:
-                writes.extend(branch.writes(branch.route(state), known))
+                task.writes.extend(branch.writes(branch.route(state), known))
+
+    async def awrite(
+        self,
+        task: PregelExecutableTask,
+        output: Any,
+        read_fresh: Callable[[Sequence[str]], dict[str, Any]],
+    ) -> None:
+        """Async twin of ``__call__``: async path functions are awaited."""
+        self._apply_output(task.writes, output)
+        if self.branches:
+            assert self.graph is not None
+            state = self._routing_state(read_fresh)
+            known = self.graph.node_names
+            for branch in self.branches:
+                task.writes.extend(branch.writes(await branch.aroute(state), known))
 
 
 class CompiledStateGraph(Pregel):
@@ -943,7 +966,9 @@ class CompiledStateGraph(Pregel):
         saved_version = checkpoint.get("schema_version")
         current = self.schema_version
         if saved_version is None or current is None or saved_version == current:
-            unknown = sorted(k for k in checkpoint["channel_values"] if k not in self.channels)
+            unknown = sorted(
+                k for k in checkpoint["channel_values"] if k not in self.channels
+            )
             if unknown:
                 raise SchemaMigrationError(
                     error_message(

@@ -48,6 +48,60 @@ def _write(loop: PregelLoop, task: PregelExecutableTask, output: Any) -> None:
         writer(task, output, read_fresh)
 
 
+async def _awrite(loop: PregelLoop, task: PregelExecutableTask, output: Any) -> None:
+    writers = task.node.writers
+    if not writers:
+        return
+
+    def read_fresh(keys: Sequence[str]) -> dict[str, Any]:
+        return loop.graph.read_fresh(loop.channels, task, keys)
+
+    for writer in writers:
+        awrite = getattr(writer, "awrite", None)
+        if awrite is not None:
+            await awrite(task, output, read_fresh)
+        else:
+            writer(task, output, read_fresh)
+
+
+async def _afinish_attempt(
+    scope: TaskScope, loop: PregelLoop, task: PregelExecutableTask, output: Any
+) -> None:
+    if scope.interrupted is not None:
+        raise scope.interrupted
+    await _awrite(loop, task, output)
+
+
+async def _ahandle_error(
+    loop: PregelLoop, task: PregelExecutableTask, exc: Exception
+) -> BaseException | None:
+    handler = task.node.error_handler
+    if handler is None:
+        return exc
+    scope = loop.make_scope(task)
+    scope.error = NodeError(node=task.name, error=exc)
+    token = set_scope(scope)
+    try:
+        task.writes.clear()
+        awaitable = handler.ainvoke(task.input, scope)
+        output = (
+            await awaitable
+            if awaitable is not None
+            else handler.invoke(task.input, scope)
+        )
+        await _afinish_attempt(scope, loop, task, output)
+        return None
+    except GraphBubbleUp as signal:
+        task.writes.clear()
+        return signal
+    except Exception as handler_exc:
+        task.writes.clear()
+        handler_exc.__cause__ = exc
+        return handler_exc
+    finally:
+        reset_scope(token)
+
+
 def _finish_attempt(
     scope: TaskScope, loop: PregelLoop, task: PregelExecutableTask, output: Any
 ) -> None:
@@ -238,14 +292,14 @@ async def arun_task(
             task.writes.clear()
             policy = _policy_for(policies, error)
             if policy is None or attempt >= policy.max_attempts:
-                return _handle_error(loop, task, error)
+                return await _ahandle_error(loop, task, error)
             await asyncio.sleep(policy.interval(attempt))
             continue
         finally:
             reset_scope(token)
         token = set_scope(scope)
         try:
-            _finish_attempt(scope, loop, task, output)
+            await _afinish_attempt(scope, loop, task, output)
             return None
         except GraphBubbleUp as signal:
             task.writes.clear()
