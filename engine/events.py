@@ -33,6 +33,7 @@ __all__ = (
     "TaskFinished",
     "TaskStarted",
     "aproject_events",
+    "event_fields",
     "project_event",
     "project_events",
 )

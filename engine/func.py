@@ -34,7 +34,7 @@ from engine.pregel._read import PregelNode
 from engine.pregel.main import Pregel
 from engine.types import CachePolicy, RetryPolicy
 
-__all__ = ("entrypoint", "task")
+__all__ = ("EntrypointGraph", "entrypoint", "task")
 
 R = TypeVar("R")
 S = TypeVar("S")

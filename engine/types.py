@@ -42,6 +42,7 @@ __all__ = (
     "TimeoutPolicy",
     "default_retry_on",
     "interrupt",
+    "interrupt_id",
 )
 
 N = TypeVar("N")

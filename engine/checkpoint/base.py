@@ -29,7 +29,7 @@ from engine._internal._ids import new_checkpoint_id
 from engine._internal._typing import RunnableConfig
 from engine.checkpoint.serde.base import SerializerProtocol
 from engine.checkpoint.serde.jsonplus import JsonPlusSerializer
-from engine.errors import ErrorCode, error_message
+from engine.errors import CheckpointConflictError, ErrorCode, error_message
 
 __all__ = (
     "WRITES_IDX_MAP",
@@ -40,11 +40,15 @@ __all__ = (
     "CheckpointTuple",
     "PendingWrite",
     "PruneStrategy",
+    "config_for",
+    "conflict",
     "copy_checkpoint",
     "empty_checkpoint",
     "get_checkpoint_id",
     "get_checkpoint_metadata",
+    "metadata_matches",
     "require_thread_id",
+    "ttl_deadline",
 )
 
 ChannelVersions = dict[str, str | int | float]
@@ -161,6 +165,21 @@ def require_thread_id(config: RunnableConfig, what: str = "A checkpointer") -> s
     return str(thread_id)
 
 
+def conflict(
+    thread_id: str, ns: str, expected: str | None, head: str | None
+) -> CheckpointConflictError:
+    """The error a fenced ``put`` raises when the thread's head moved (see EXPECTED_HEAD)."""
+    return CheckpointConflictError(
+        error_message(
+            f"Thread {thread_id!r} (namespace {ns!r}) was advanced by another writer: "
+            f"expected its latest checkpoint to be {expected!r}, found {head!r}. "
+            "Only one run may write a thread at a time; re-read the thread and retry, "
+            "or fork deliberately from a checkpoint_id.",
+            ErrorCode.CHECKPOINT_CONFLICT,
+        )
+    )
+
+
 def get_checkpoint_metadata(
     config: RunnableConfig, metadata: CheckpointMetadata
 ) -> CheckpointMetadata:
@@ -269,6 +288,14 @@ class BaseCheckpointSaver:
         """Delete threads whose TTL has passed; returns their ids."""
         raise NotImplementedError
 
+    def stored_bytes(self, thread_id: str) -> int:
+        """Diagnostic: bytes of serialized data stored for a thread (all namespaces).
+
+        Counts the payloads the saver keeps (checkpoints, metadata, channel values,
+        pending writes), not database overhead, so backends compare like for like.
+        """
+        raise NotImplementedError
+
     # -- async twins (default: run the sync method) --------------------------------
 
     async def aget(self, config: RunnableConfig) -> Checkpoint | None:
@@ -327,6 +354,9 @@ class BaseCheckpointSaver:
         raise NotImplementedError
 
     async def asweep_expired(self, now: datetime | None = None) -> builtins.list[str]:
+        raise NotImplementedError
+
+    async def astored_bytes(self, thread_id: str) -> int:
         raise NotImplementedError
 
     # -- versions ----------------------------------------------------------------

@@ -16,10 +16,14 @@ from engine.errors import ErrorCode, InvalidUpdateError, error_message
 
 __all__ = (
     "REMOVE_ALL_MESSAGES",
+    "MessageNotFoundError",
     "MessagesState",
     "RemoveMessage",
     "add_messages",
     "message_as_dict",
+    "message_content",
+    "message_role",
+    "normalize_messages",
 )
 
 REMOVE_ALL_MESSAGES = "__remove_all__"
@@ -31,6 +35,10 @@ _ROLE_FOR_TYPE = {
     "system": "system",
     "tool": "tool",
 }
+
+
+class MessageNotFoundError(InvalidUpdateError, ValueError):
+    """A RemoveMessage named an id that is not in the history (a ValueError, as in LangGraph)."""
 
 
 class RemoveMessage(dict[str, Any]):
@@ -180,7 +188,7 @@ def add_messages(left: Any, right: Any, *, format: str | None = None) -> list[An
                 appended[appended_index[message_id]] = message
         else:
             if _is_remove(message):
-                raise InvalidUpdateError(
+                raise MessageNotFoundError(
                     error_message(
                         f"Attempting to delete a message with an ID that doesn't exist ('{message_id}')",
                         ErrorCode.INVALID_CHAT_HISTORY,

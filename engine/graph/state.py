@@ -59,7 +59,7 @@ from engine.pregel._read import PregelNode
 from engine.pregel.main import Pregel
 from engine.types import All, CachePolicy, Command, RetryPolicy, Send, TimeoutPolicy
 
-__all__ = ("CompiledStateGraph", "StateGraph")
+__all__ = ("CompiledStateGraph", "StateGraph", "StateNodeSpec")
 
 StateT = TypeVar("StateT")
 ContextT = TypeVar("ContextT")
@@ -284,13 +284,6 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         if name in self.nodes:
             raise GraphValidationError(
                 error_message(f"Node {name!r} already exists.", ErrorCode.INVALID_GRAPH)
-            )
-        if name in self.channels:
-            raise GraphValidationError(
-                error_message(
-                    f"Node name {name!r} is also a state key; give the node another name.",
-                    ErrorCode.INVALID_GRAPH,
-                )
             )
         if not callable(action) and not callable(getattr(action, "invoke", None)):
             raise GraphValidationError(
@@ -843,9 +836,8 @@ class CompiledStateGraph(Pregel):
             output_channels=list(output_info.keys)
             if output_info.keys
             else list(state_keys),
-            stream_channels=list(state_info.keys)
-            if state_info.keys
-            else list(state_keys),
+            stream_channels=list(state_keys),
+            stream_mode="updates",
             interrupt_before_nodes=interrupt_before,
             interrupt_after_nodes=interrupt_after,
             checkpointer=checkpointer,

@@ -81,6 +81,7 @@ class NodeCallable:
         "func",
         "inject",
         "is_async",
+        "is_graph",
         "is_runnable",
         "name",
         "takes_input",
@@ -94,6 +95,7 @@ class NodeCallable:
             and not isinstance(func, functools.partial)
             and callable(getattr(func, "invoke", None))
         )
+        self.is_graph = callable(getattr(func, "stream_events", None))
         if self.is_runnable:
             self.func = func
             self.afunc = func if callable(getattr(func, "ainvoke", None)) else None
@@ -131,6 +133,9 @@ class NodeCallable:
     def invoke(self, value: Any, scope: TaskScope) -> Any:
         """Run in this thread; an async function is driven to completion here."""
         if self.is_runnable:
+            if self.is_graph:
+                # an engine graph finds its parent task through the context
+                return self.func.invoke(value)
             return self.func.invoke(value, scope.config)
         kwargs = self._kwargs(scope) if self.inject else None
         if self.is_async:
@@ -144,7 +149,11 @@ class NodeCallable:
         """An awaitable for async code; ``None`` when the caller must use a thread."""
         if self.is_runnable:
             if self.afunc is not None:
-                result: Awaitable[Any] = self.afunc.ainvoke(value, scope.config)
+                result: Awaitable[Any] = (
+                    self.afunc.ainvoke(value)
+                    if self.is_graph
+                    else self.afunc.ainvoke(value, scope.config)
+                )
                 return result
             return None
         if not self.is_async:

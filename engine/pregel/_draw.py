@@ -92,8 +92,12 @@ class DrawableGraph:
         for edge in self.edges:
             src, dst = _mermaid_id(edge.source), _mermaid_id(edge.target)
             if edge.conditional:
-                label = f"|{_mermaid_label(edge.data)}|" if edge.data else ""
-                lines.append(f"\t{src} -.{label}-> {dst};")
+                if edge.data:
+                    lines.append(
+                        f"\t{src} -. &nbsp;{_mermaid_label(edge.data)}&nbsp; .-> {dst};"
+                    )
+                else:
+                    lines.append(f"\t{src} -.-> {dst};")
             else:
                 label = f"|{_mermaid_label(edge.data)}|" if edge.data else ""
                 lines.append(f"\t{src} -->{label} {dst};")

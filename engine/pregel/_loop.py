@@ -1181,9 +1181,15 @@ class PregelLoop:
 
     # -- output ------------------------------------------------------------------
 
-    def output_values(self, keys: str | Sequence[str] | None = None) -> Any:
+    def output_values(
+        self, keys: str | Sequence[str] | None = None, *, with_pending: bool = False
+    ) -> Any:
+        """Output channels' values; ``with_pending`` also counts the writes of tasks
+        that finished in a step that then paused (what ``get_state`` shows)."""
         keys = self.output_keys if keys is None else keys
-        channels = self.channels
+        channels: Mapping[str, BaseChannel[Any, Any, Any]] = self.channels
+        if with_pending and self.status == "interrupted":
+            channels = self._with_pending_writes()
         if isinstance(keys, str):
             value = channels[keys].peek()
             return None if value is MISSING else value
@@ -1194,9 +1200,30 @@ class PregelLoop:
                 values[key] = value
         return values
 
+    def _with_pending_writes(self) -> dict[str, BaseChannel[Any, Any, Any]]:
+        finished = sorted(
+            (
+                t
+                for t in self.tasks.values()
+                if t.writes and t.writes[0][0] not in (ERROR, INTERRUPT)
+            ),
+            key=lambda t: task_path_str(t.path),
+        )
+        channels = dict(self.channels)
+        written: dict[str, list[Any]] = {}
+        for task in finished:
+            for chan, value in task.writes:
+                if chan in channels and chan not in SPECIAL_WRITES:
+                    written.setdefault(chan, []).append(value)
+        for chan, values in written.items():
+            copy = channels[chan].copy()
+            copy.update(values)
+            channels[chan] = copy
+        return channels
+
     def output(self) -> Any:
         """What ``invoke`` returns: output values, plus ``__interrupt__`` when paused."""
-        values = self.graph.map_output(self.output_values())
+        values = self.graph.map_output(self.output_values(with_pending=True))
         if self.interrupts and isinstance(values, dict):
             values = {**values, INTERRUPT: list(self.interrupts)}
         elif self.interrupts and values is None:

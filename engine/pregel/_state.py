@@ -259,7 +259,12 @@ def get_state(
     if saved is None:
         _raise_if_addressed(merged)
         return _empty_snapshot(config)
-    snapshot = snapshot_from(graph, saved, live=True, saver=saver)
+    snapshot = snapshot_from(
+        graph,
+        saved,
+        live=not merged.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID),
+        saver=saver,
+    )
     if subgraphs:
         snapshot = _with_subgraph_states(graph, snapshot, merged, saver)
     return snapshot
@@ -314,7 +319,12 @@ async def aget_state(
     if saved is None:
         _raise_if_addressed(merged)
         return _empty_snapshot(config)
-    snapshot = snapshot_from(graph, saved, live=True, saver=saver)
+    snapshot = snapshot_from(
+        graph,
+        saved,
+        live=not merged.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID),
+        saver=saver,
+    )
     if subgraphs:
         snapshot = _with_subgraph_states(graph, snapshot, merged, saver)
     return snapshot

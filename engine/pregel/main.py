@@ -277,7 +277,7 @@ class Pregel:
                 if is_async
                 else SyncPersistence(saver, background)
             )
-        runtime = self._runtime(merged, context, sink, parent)
+        runtime = self._runtime(merged, context, sink, parent, modes)
         ns: tuple[str, ...] = ()
         checkpoint_ns = conf.get(CONFIG_KEY_CHECKPOINT_NS, "")
         if checkpoint_ns:
@@ -314,6 +314,7 @@ class Pregel:
         context: Any,
         sink: Callable[[StreamChunk], None],
         parent: TaskScope | None,
+        modes: frozenset[str] = frozenset(),
     ) -> Runtime[Any]:
         conf = config.get(CONF, {})
         ns_str = conf.get(CONFIG_KEY_CHECKPOINT_NS, "")
@@ -329,8 +330,15 @@ class Pregel:
             else (inherited.store if inherited else None)
         )
 
-        def writer(chunk: Any) -> None:
-            sink((ns, "custom", chunk))
+        if "custom" in modes:
+
+            def writer(chunk: Any) -> None:
+                sink((ns, "custom", chunk))
+
+        else:
+
+            def writer(chunk: Any) -> None:
+                return None
 
         return Runtime(
             context=context,
@@ -406,7 +414,7 @@ class Pregel:
         )
         live = bool(modes & _LIVE_MODES)
         for ns, mode, payload in self._drive(loop, chunks, live):
-            if ns and not subgraphs:
+            if (ns and not subgraphs) or mode not in modes:
                 continue
             yield format_chunk(
                 ns, mode, payload, single_mode=single, subgraphs=subgraphs
@@ -458,7 +466,10 @@ class Pregel:
             yield (
                 loop.ns,
                 "values",
-                with_interrupts(loop.output_values(loop.stream_keys), loop.interrupts),
+                with_interrupts(
+                    loop.output_values(loop.stream_keys, with_pending=True),
+                    loop.interrupts,
+                ),
             )
         if loop.is_nested and loop.status in (
             "interrupted",
@@ -601,7 +612,7 @@ class Pregel:
             is_async=True,
         )
         async for ns, mode, payload in self._adrive(loop, chunks):
-            if ns and not subgraphs:
+            if (ns and not subgraphs) or mode not in modes:
                 continue
             yield format_chunk(
                 ns, mode, payload, single_mode=single, subgraphs=subgraphs

@@ -1,0 +1,212 @@
+"""JsonPlusSerializer: JSON with type tags, round trips, and what it refuses to load."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+import uuid
+from decimal import Decimal
+from typing import Any, NamedTuple
+
+import orjson
+import pydantic
+import pytest
+
+from engine.checkpoint.serde.jsonplus import (
+    JsonPlusSerializer,
+    UnknownObject,
+    register_type,
+)
+from engine.errors import SerializationError
+from engine.types import Send
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Item(pydantic.BaseModel):
+    sku: str
+    qty: int = 1
+    tags: list[str] = []
+
+
+@dataclasses.dataclass
+class Order:
+    id: str
+    items: list[Item]
+    color: Color
+    placed: dt.datetime
+
+
+class Point(NamedTuple):
+    x: int
+    y: int
+
+
+NOW = dt.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=dt.UTC)
+
+VALUES: dict[str, Any] = {
+    "none": None,
+    "json": {"a": [1, 2.5, "s", True, None]},
+    "tuple": (1, "a", (2, 3)),
+    "set": {1, 2, 3},
+    "frozenset": frozenset({"a", "b"}),
+    "bytes": b"\x00\xffraw",
+    "bytearray": bytearray(b"abc"),
+    "datetime": NOW,
+    "naive_datetime": dt.datetime(2026, 1, 2, 3, 4, 5),
+    "date": dt.date(2026, 1, 2),
+    "time": dt.time(3, 4, 5),
+    "timedelta": dt.timedelta(days=1, seconds=2, microseconds=3),
+    "uuid": uuid.UUID("12345678-1234-5678-1234-567812345678"),
+    "decimal": Decimal("12.3400"),
+    "enum": Color.BLUE,
+    "big_int": 2**80,
+    "inf": float("inf"),
+    "int_keys": {1: "one", (2, 3): "pair"},
+    "tag_key": {"__t": "not a tag"},
+    "pydantic": Item(sku="A1", qty=3, tags=["x"]),
+    "dataclass": Order(id="o1", items=[Item(sku="B")], color=Color.RED, placed=NOW),
+    "namedtuple": Point(1, 2),
+    "send": Send("node", {"arg": (1, 2)}),
+}
+
+
+@pytest.fixture
+def serde() -> JsonPlusSerializer:
+    return JsonPlusSerializer()
+
+
+@pytest.mark.parametrize("name", sorted(VALUES))
+def test_dumps_typed_loads_typed_round_trip(serde: JsonPlusSerializer, name: str) -> None:
+    value = VALUES[name]
+
+    loaded = serde.loads_typed(serde.dumps_typed(value))
+
+    assert loaded == value
+    assert type(loaded) is type(value)
+
+
+def test_round_trip_nested_everything(serde: JsonPlusSerializer) -> None:
+    loaded = serde.loads_typed(serde.dumps_typed(VALUES))
+
+    assert loaded == VALUES
+    assert type(loaded["dataclass"].items[0]) is Item
+    assert type(loaded["tuple"][2]) is tuple
+
+
+def test_pydantic_round_trip_keeps_fields_set(serde: JsonPlusSerializer) -> None:
+    item = Item(sku="A1")
+
+    loaded = serde.loads_typed(serde.dumps_typed(item))
+
+    assert loaded.model_fields_set == {"sku"}
+
+
+def test_payload_is_plain_json_readable_without_the_serializer(serde: JsonPlusSerializer) -> None:
+    tag, payload = serde.dumps_typed({"when": NOW, "n": 1, "s": "x"})
+
+    assert tag == "json"
+    assert orjson.loads(payload) == {
+        "when": {"__t": "datetime", "v": NOW.isoformat()},
+        "n": 1,
+        "s": "x",
+    }
+
+
+def test_plain_json_payloads_have_no_tags(serde: JsonPlusSerializer) -> None:
+    _, payload = serde.dumps_typed({"a": [1, "b", None, 1.5]})
+
+    assert b"__t" not in payload
+
+
+def test_dumps_typed_special_cases_none_and_bytes(serde: JsonPlusSerializer) -> None:
+    assert serde.dumps_typed(None) == ("null", b"")
+    assert serde.dumps_typed(b"raw") == ("bytes", b"raw")
+
+
+def test_unstorable_value_raises_naming_its_type_and_place(serde: JsonPlusSerializer) -> None:
+    class Opaque:
+        pass
+
+    with pytest.raises(SerializationError, match="Opaque") as info:
+        serde.dumps_typed({"deep": [Opaque()]})
+
+    assert "UNSAFE_SERIALIZATION" in str(info.value)
+
+
+def test_check_raises_like_dumps(serde: JsonPlusSerializer) -> None:
+    serde.check({"ok": 1})
+    with pytest.raises(SerializationError):
+        serde.check(object())
+
+
+@pytest.mark.parametrize("tag", ["pickle", "msgpack", "mystery"])
+def test_loads_typed_refuses_unknown_payload_tags(serde: JsonPlusSerializer, tag: str) -> None:
+    with pytest.raises(SerializationError, match=repr(tag)):
+        serde.loads_typed((tag, b"\x80\x04K\x01."))
+
+
+def test_loads_refuses_unknown_value_tags(serde: JsonPlusSerializer) -> None:
+    payload = orjson.dumps({"__t": "pickle", "v": "gASVAAAA"})
+
+    with pytest.raises(SerializationError, match="'pickle'"):
+        serde.loads_typed(("json", payload))
+
+
+def stored(tag: str, type_name: str, value: Any) -> tuple[str, bytes]:
+    return ("json", orjson.dumps({"__t": tag, "c": type_name, "v": value}))
+
+
+def test_loads_refuses_a_class_that_is_not_allowed_naming_it(serde: JsonPlusSerializer) -> None:
+    with pytest.raises(SerializationError, match="os:system"):
+        serde.loads_typed(stored("dataclass", "os:system", {"command": "true"}))
+
+
+def test_loads_refuses_a_never_seen_class_of_an_importable_module(
+    serde: JsonPlusSerializer,
+) -> None:
+    name = f"{__name__}:NeverStored"
+
+    with pytest.raises(SerializationError, match="NeverStored"):
+        serde.loads_typed(stored("pydantic", name, {"a": 1}))
+
+
+class NeverStored(pydantic.BaseModel):
+    a: int
+
+
+class Registered(pydantic.BaseModel):
+    a: int
+
+
+def test_register_type_allows_loading(serde: JsonPlusSerializer) -> None:
+    register_type(Registered)
+
+    loaded = serde.loads_typed(stored("pydantic", f"{__name__}:Registered", {"a": 1}))
+
+    assert loaded == Registered(a=1)
+
+
+def test_lenient_mode_returns_unknown_object_instead_of_raising() -> None:
+    lenient = JsonPlusSerializer(lenient=True)
+
+    loaded = lenient.loads_typed(
+        stored("dataclass", "os:system", {"command": "true", "when": {"__t": "date", "v": "2026-01-02"}})
+    )
+
+    assert loaded == UnknownObject("os:system", {"command": "true", "when": dt.date(2026, 1, 2)})
+
+
+def test_lenient_mode_still_refuses_pickle() -> None:
+    with pytest.raises(SerializationError):
+        JsonPlusSerializer(lenient=True).loads_typed(("pickle", b"\x80\x04."))
+
+
+def test_unknown_object_round_trips(serde: JsonPlusSerializer) -> None:
+    unknown = UnknownObject("some.module:Thing", {"a": 1})
+
+    assert serde.loads_typed(serde.dumps_typed(unknown)) == unknown
