@@ -1,21 +1,53 @@
-"""WebSocket consumers. Thin: check access, join a group, forward events (STYLE.md 7)."""
+"""WebSocket consumers. Thin: check access, join a group, replay, forward (STYLE.md 7).
+
+``/ws/threads/<thread_id>/?after=<event_id>`` streams a thread's run events.
+On connect the consumer sends the stored events after ``after`` (so a browser
+that reconnects misses nothing), then every new event as the worker publishes
+it. ``format=html`` (the default, for htmx's ws extension) sends out-of-band
+HTML fragments; ``format=json`` sends one JSON object per event.
+
+Close codes: 4401 no session, 4403 not allowed to see the thread (also for a
+thread that does not exist: the socket does not reveal which).
+"""
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import parse_qs
 
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.template.loader import render_to_string
 
-__all__ = ("CLOSE_UNAUTHENTICATED", "ThreadConsumer")
+from studio.groups import thread_group
+from studio.models import RunEvent, Thread
+from studio.services.live import event_view
+
+__all__ = ("CLOSE_FORBIDDEN", "CLOSE_UNAUTHENTICATED", "ThreadConsumer")
 
 CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
+BACKLOG_LIMIT = 1000
+
+
+def _may_see(user: Any, thread_id: str) -> bool:
+    thread = Thread.objects.filter(pk=thread_id).only("owner_id").first()
+    if thread is None:
+        return False
+    return bool(user.is_superuser) or thread.owner_id == user.pk
+
+
+def _events_after(thread_id: str, after: int) -> list[dict[str, Any]]:
+    rows = RunEvent.objects.filter(thread_id=thread_id, id__gt=after).order_by("id")[:BACKLOG_LIMIT]
+    return [event_view(row) for row in rows]
 
 
 class ThreadConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
-    """Live events of one thread at ``/ws/threads/<thread_id>/``.
+    """Live events of one thread."""
 
-    For now it only greets; the event stream arrives with the run worker.
-    """
+    group: str = ""
+    last_id: int = 0
+    format: str = "html"
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -26,7 +58,45 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
         thread_id = self.scope["url_route"]["kwargs"]["thread_id"]
-        await self.send_json({"type": "hello", "thread_id": thread_id})
+        if not await database_sync_to_async(_may_see)(user, thread_id):
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        query = parse_qs(self.scope.get("query_string", b"").decode())
+        self.format = "json" if query.get("format", ["html"])[0] == "json" else "html"
+        try:
+            self.last_id = max(0, int(query.get("after", ["0"])[0]))
+        except ValueError:
+            self.last_id = 0
+        self.thread_id = thread_id
+        self.group = thread_group(thread_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        if self.format == "json":
+            await self.send_json({"type": "hello", "thread_id": thread_id, "after": self.last_id})
+        await self._send_after()
+
+    async def disconnect(self, code: int) -> None:
+        if self.group:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        """Clients have nothing to send yet; ignore what arrives."""
+        """Clients have nothing to send; a ``{"after": id}`` message asks for a catch-up."""
+        if isinstance(content, dict) and isinstance(content.get("after"), int):
+            self.last_id = max(self.last_id, content["after"])
+            await self._send_after()
+
+    async def run_event(self, message: dict[str, Any]) -> None:
+        """A worker published an event: send everything newer than what we sent."""
+        if int(message.get("event_id", 0)) > self.last_id:
+            await self._send_after()
+
+    async def _send_after(self) -> None:
+        events = await database_sync_to_async(_events_after)(self.thread_id, self.last_id)
+        for event in events:
+            if event["id"] <= self.last_id:
+                continue
+            self.last_id = event["id"]
+            if self.format == "json":
+                await self.send_json({"type": "event", **event})
+            else:
+                html = render_to_string("components/_run_event.html", {"event": event})
+                await self.send(text_data=html)
