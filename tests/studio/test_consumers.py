@@ -43,7 +43,9 @@ def _thread_with_events(owner: str, count: int) -> tuple[str, list[int]]:
 def _append(thread_id: str, node: str) -> int:
     run = Run.objects.filter(thread_id=thread_id).first()
     assert run is not None
-    return run_events.append(run, "task.end", {"node": node, "step": 1, "duration": 0.01}).id
+    return run_events.append(
+        run, "task.end", {"node": node, "step": 1, "duration": 0.01}
+    ).id
 
 
 def _communicator(*headers: tuple[bytes, bytes], path: str) -> WebsocketCommunicator:
@@ -54,7 +56,9 @@ async def test_consumer_replays_stored_events_then_forwards_new_ones_as_json() -
     cookie = await _session_cookie("ada")
     thread_id, ids = await _thread_with_events("ada", 3)
     communicator = _communicator(
-        ORIGIN, (b"cookie", cookie), path=f"/ws/threads/{thread_id}/?format=json&after={ids[0]}"
+        ORIGIN,
+        (b"cookie", cookie),
+        path=f"/ws/threads/{thread_id}/?format=json&after={ids[0]}",
     )
 
     connected, _ = await communicator.connect()
@@ -75,7 +79,9 @@ async def test_consumer_replays_stored_events_then_forwards_new_ones_as_json() -
 async def test_consumer_sends_html_fragments_that_escape_values() -> None:
     cookie = await _session_cookie("ada")
     thread_id, _ = await _thread_with_events("ada", 0)
-    communicator = _communicator(ORIGIN, (b"cookie", cookie), path=f"/ws/threads/{thread_id}/")
+    communicator = _communicator(
+        ORIGIN, (b"cookie", cookie), path=f"/ws/threads/{thread_id}/"
+    )
     await communicator.connect()
 
     await _append(thread_id, "<script>alert(1)</script>")
@@ -93,14 +99,19 @@ async def test_anonymous_socket_is_closed_with_4401() -> None:
     await communicator.connect()
     closing = await communicator.receive_output()
 
-    assert (closing["type"], closing["code"]) == ("websocket.close", CLOSE_UNAUTHENTICATED)
+    assert (closing["type"], closing["code"]) == (
+        "websocket.close",
+        CLOSE_UNAUTHENTICATED,
+    )
 
 
 async def test_another_users_thread_is_closed_with_4403() -> None:
     await _session_cookie("owner")
     thread_id, _ = await _thread_with_events("owner", 1)
     intruder = await _session_cookie("mallory")
-    communicator = _communicator(ORIGIN, (b"cookie", intruder), path=f"/ws/threads/{thread_id}/")
+    communicator = _communicator(
+        ORIGIN, (b"cookie", intruder), path=f"/ws/threads/{thread_id}/"
+    )
 
     await communicator.connect()
     closing = await communicator.receive_output()
@@ -133,14 +144,18 @@ async def test_socket_from_a_foreign_origin_is_refused() -> None:
 async def test_reconnecting_with_after_misses_nothing() -> None:
     cookie = await _session_cookie("ada")
     thread_id, ids = await _thread_with_events("ada", 2)
-    first = _communicator(ORIGIN, (b"cookie", cookie), path=f"/ws/threads/{thread_id}/?format=json")
+    first = _communicator(
+        ORIGIN, (b"cookie", cookie), path=f"/ws/threads/{thread_id}/?format=json"
+    )
     await first.connect()
     await first.receive_json_from()
     seen = [(await first.receive_json_from())["id"] for _ in ids]
     await first.disconnect()
     missed = [await _append(thread_id, f"m{i}") for i in range(2)]  # while disconnected
     second = _communicator(
-        ORIGIN, (b"cookie", cookie), path=f"/ws/threads/{thread_id}/?format=json&after={seen[-1]}"
+        ORIGIN,
+        (b"cookie", cookie),
+        path=f"/ws/threads/{thread_id}/?format=json&after={seen[-1]}",
     )
     await second.connect()
     await second.receive_json_from()

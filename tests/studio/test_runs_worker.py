@@ -1,0 +1,228 @@
+"""The run queue and the worker, on the real SQLite checkpointer and the test database."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import override_settings
+from django.utils import timezone
+
+from studio.errors import Conflict, ThreadNotFound
+from studio.models import PurchaseOutbox, Run, RunEvent, Thread
+from studio.services import runs
+from studio.services.graphs import runnable
+from studio.services.worker import Worker
+from tests.studio.engine_graphs_for_tests import calls
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+GRAPHS = {
+    "purchase": "studio.graphs.purchase:build",
+    "failing": "tests.studio.engine_graphs_for_tests:failing",
+    "slow": "tests.studio.engine_graphs_for_tests:slow",
+}
+REQUEST = {
+    "request_id": "R-7",
+    "approval_version": 1,
+    "amount_minor": 120_000,
+    "vendor": "Acme",
+}
+
+
+@pytest.fixture(autouse=True)
+def _graphs() -> Any:
+    with override_settings(STUDIO_GRAPHS=GRAPHS):
+        yield
+
+
+@pytest.fixture
+def alice() -> User:
+    return User.objects.create_user("alice", password="x")
+
+
+def decision(action: str = "approve", version: int = 1) -> dict[str, Any]:
+    return {
+        "resume": {
+            "request_id": "R-7",
+            "approval_version": version,
+            "decision_id": f"d-{action}-{version}",
+            "action": action,
+            "reason": "looks fine",
+            "reviewer": "bob",
+        }
+    }
+
+
+def test_worker_runs_purchase_to_the_review_and_records_events(alice: User) -> None:
+    run = runs.start_run(graph="purchase", user=alice, input=REQUEST)
+
+    assert Worker().run_once()
+
+    run.refresh_from_db()
+    thread = Thread.objects.get(pk=run.thread_id)
+    kinds = list(RunEvent.objects.filter(run=run).values_list("kind", flat=True))
+    ended = [
+        e.payload["node"] for e in RunEvent.objects.filter(run=run, kind="task.end")
+    ]
+    assert run.status == Run.Status.SUCCESS and run.output["interrupted"] is True
+    assert thread.status == Thread.Status.INTERRUPTED and thread.has_state
+    assert kinds[0] == "run.status" and kinds[-1] == "run.status"
+    assert {"task.start", "task.end", "step", "checkpoint", "interrupt"} <= set(kinds)
+    assert sorted(ended) == ["budget", "compliance", "human_review", "normalize"]
+    assert not Worker().run_once()
+
+
+def test_resume_executes_the_purchase_once(alice: User) -> None:
+    first = runs.start_run(graph="purchase", user=alice, input=REQUEST)
+    Worker().run_once()
+    second = runs.start_run(
+        graph="purchase", user=alice, thread_id=first.thread_id, command=decision()
+    )
+
+    Worker().run_once()
+
+    second.refresh_from_db()
+    assert second.status == Run.Status.SUCCESS
+    assert Thread.objects.get(pk=first.thread_id).status == Thread.Status.IDLE
+    assert PurchaseOutbox.objects.filter(request_id="R-7").count() == 1
+
+
+def test_requester_is_the_user_who_started_the_run(alice: User) -> None:
+    run = runs.start_run(graph="purchase", user=alice, input=REQUEST)
+    Worker().run_once()
+
+    interrupt = RunEvent.objects.get(run=run, kind="interrupt").payload["interrupts"][0]
+
+    assert interrupt["value"]["requester"] == "alice"
+
+
+def test_client_sent_requester_is_refused(alice: User) -> None:
+    run = runs.start_run(
+        graph="purchase", user=alice, input={**REQUEST, "requester": "mallory"}
+    )
+
+    Worker().run_once()
+
+    run.refresh_from_db()
+    assert run.status == Run.Status.ERROR
+    assert "requester" in run.error["message"]
+    assert Thread.objects.get(pk=run.thread_id).status == Thread.Status.ERROR
+
+
+def test_failing_graph_marks_run_and_thread_failed(alice: User) -> None:
+    run = runs.start_run(graph="failing", user=alice, input={"text": "x"})
+
+    Worker().run_once()
+
+    run.refresh_from_db()
+    assert run.status == Run.Status.ERROR
+    assert run.error == {"error": "ValueError", "message": "the node failed on purpose"}
+    assert Thread.objects.get(pk=run.thread_id).display_status == "failed"
+
+
+def test_reject_strategy_refuses_a_busy_thread(alice: User) -> None:
+    first = runs.start_run(graph="slow", user=alice, input={"text": "a"})
+
+    with pytest.raises(Conflict, match="already running"):
+        runs.start_run(
+            graph="slow",
+            user=alice,
+            thread_id=first.thread_id,
+            input={},
+            strategy="reject",
+        )
+
+    assert Run.objects.filter(thread_id=first.thread_id).count() == 1
+
+
+def test_enqueued_runs_on_one_thread_run_in_order(alice: User) -> None:
+    first = runs.start_run(graph="slow", user=alice, input={"text": "a"})
+    second = runs.start_run(
+        graph="slow", user=alice, thread_id=first.thread_id, input={"text": "b"}
+    )
+    worker = Worker()
+
+    assert worker.claim() is not None
+    assert worker.claim() is None  # the thread already has a running run
+
+    Run.objects.filter(pk=first.pk).update(status=Run.Status.SUCCESS)
+    claimed = worker.claim()
+    assert claimed is not None and claimed.pk == second.pk
+
+
+def test_expired_lease_is_requeued_and_continues_from_its_checkpoint(
+    alice: User,
+) -> None:
+    run = runs.start_run(graph="slow", user=alice, input={"text": "a"})
+    dead = Worker(name="dead-worker")
+    claimed = dead.claim()
+    assert claimed is not None
+    Run.objects.filter(pk=run.pk).update(
+        lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+
+    assert Worker(name="rescuer").run_once()
+
+    run.refresh_from_db()
+    assert run.status == Run.Status.SUCCESS and run.attempt == 2
+
+
+def test_cancel_a_pending_run(alice: User) -> None:
+    run = runs.start_run(
+        graph="slow", user=alice, input={"text": "a"}, after_seconds=60
+    )
+
+    runs.cancel_run(run, alice)
+
+    run.refresh_from_db()
+    assert run.status == Run.Status.INTERRUPTED and run.cancel_requested == "interrupt"
+    assert Thread.objects.get(pk=run.thread_id).status == Thread.Status.IDLE
+    with pytest.raises(Conflict):
+        runs.cancel_run(run, alice)
+
+
+def test_after_seconds_delays_the_claim(alice: User) -> None:
+    runs.start_run(graph="slow", user=alice, input={"text": "a"}, after_seconds=60)
+
+    assert Worker().claim() is None
+
+
+def test_another_users_thread_is_not_found(alice: User) -> None:
+    run = runs.start_run(graph="slow", user=alice, input={"text": "a"})
+    mallory = User.objects.create_user("mallory", password="x")
+
+    with pytest.raises(ThreadNotFound):
+        runs.visible_thread(mallory, run.thread_id)
+    with pytest.raises(ThreadNotFound):
+        runs.start_run(graph="slow", user=mallory, thread_id=run.thread_id, input={})
+
+
+def test_requeued_run_resumes_from_its_own_checkpoint_without_redoing_steps(
+    alice: User,
+) -> None:
+    run = runs.start_run(graph="slow", user=alice, input={"text": "a"})
+    Worker(name="dead-worker").claim()
+    # the dead worker got as far as the first step before it died
+    runnable("slow").invoke(
+        {"text": "a"},
+        {
+            "configurable": {"thread_id": run.thread_id},
+            "metadata": {"run_id": run.run_id},
+        },
+        interrupt_before=["wait"],
+    )
+    before = calls["slow"]
+    Run.objects.filter(pk=run.pk).update(
+        lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+
+    Worker(name="rescuer").run_once()
+
+    run.refresh_from_db()
+    state = runnable("slow").get_state({"configurable": {"thread_id": run.thread_id}})
+    assert run.status == Run.Status.SUCCESS
+    assert calls["slow"] == before  # "first" did not run again
+    assert state.values["log"] == ["first", "waited"]
