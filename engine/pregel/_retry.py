@@ -19,6 +19,7 @@ from engine.errors import (
     NodeTimeoutError,
     ParentCommand,
 )
+from engine.pregel._messages import langchain_messages
 from engine.types import RetryPolicy, TimeoutPolicy
 
 if TYPE_CHECKING:
@@ -151,7 +152,11 @@ def run_task(
         scope = scope_factory() if scope_factory is not None else loop.make_scope(task)
         token = set_scope(scope)
         try:
-            output = node.bound.invoke(task.input, scope)
+            if scope.message_writer is not None:
+                with langchain_messages(scope.config, scope.message_writer):
+                    output = node.bound.invoke(task.input, scope)
+            else:
+                output = node.bound.invoke(task.input, scope)
         except ParentCommand as command:
             # a subgraph run by this node addressed this graph: it is the node's output
             output = command.command
@@ -275,7 +280,11 @@ async def arun_task(
         scope = scope_factory() if scope_factory is not None else loop.make_scope(task)
         token = set_scope(scope)
         try:
-            output = await _attempt_async(loop, task, scope, node.timeout)
+            if scope.message_writer is not None:
+                with langchain_messages(scope.config, scope.message_writer):
+                    output = await _attempt_async(loop, task, scope, node.timeout)
+            else:
+                output = await _attempt_async(loop, task, scope, node.timeout)
         except ParentCommand as command:
             output = command.command
         except GraphBubbleUp as signal:
