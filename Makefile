@@ -39,7 +39,7 @@ IN_CI := $(filter-out 0 false no,$(CI))
 # FAST=1 skips browser and slow tests, locally only: CI always runs everything.
 PYTEST_MARKERS := $(if $(and $(FAST),$(if $(IN_CI),,local)),-m "not browser and not slow")
 
-.PHONY: help run test test-fast lint venv deps services apt-run apt-test
+.PHONY: help run test test-fast lint venv deps services apt-run apt-test bench
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -85,6 +85,9 @@ $(DEPS_STAMP): | venv
 	$(PY) -m pip install --progress-bar off -q -e ".[test]"
 	@rm -f $(VENV)/.deps-*
 	@touch $@
+
+bench: services  ## benchmarks: engine vs. LangGraph 1.2 as ratios (own venv .venv-bench; ARGS='engine_core --repeat 9')
+	@bash benchmarks/run.sh $(ARGS)
 
 services:  ## start PostgreSQL and Redis when down; create the test database
 	@bash .ci/services

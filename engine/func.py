@@ -124,7 +124,7 @@ class EntrypointGraph(Pregel):
         return None
 
     def input_metadata(self, input: Any) -> dict[str, Any]:
-        return {START: input}
+        return {START: [START]}
 
 
 def _write_outputs(task: PregelExecutableTask, output: Any, _read: Any) -> None:

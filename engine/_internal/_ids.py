@@ -44,11 +44,13 @@ def new_checkpoint_id(step: int = 0) -> str:
 
 def task_id_for(*parts: str | int | bytes) -> str:
     """Deterministic task id (UUID-shaped) from the parts that identify a task."""
-    digest = hashlib.blake2b(digest_size=16)
-    for part in parts:
-        digest.update(part if isinstance(part, bytes) else str(part).encode())
-        digest.update(b"\x00")
-    raw = bytearray(digest.digest())
+    raw = bytearray(
+        hashlib.blake2b(
+            b"\x00".join(p if isinstance(p, bytes) else str(p).encode() for p in parts),
+            digest_size=16,
+        ).digest()
+    )
     raw[6] = (raw[6] & 0x0F) | 0x50
     raw[8] = (raw[8] & 0x3F) | 0x80
-    return str(uuid.UUID(bytes=bytes(raw)))
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

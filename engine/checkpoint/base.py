@@ -374,7 +374,8 @@ class BaseCheckpointSaver:
             counter = current
         else:
             counter = int(str(current).split(".", 1)[0])
-        return f"{counter + 1:032}.{random.random():.16f}"
+        # 12 digits sort correctly up to a trillion steps; 8 hex digits of randomness
+        return f"{counter + 1:012d}.{random.getrandbits(32):08x}"
 
 
 def config_for(

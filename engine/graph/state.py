@@ -939,7 +939,8 @@ class CompiledStateGraph(Pregel):
         return writes_update(task.writes, self.state_channel_set)
 
     def input_metadata(self, input: Any) -> dict[str, Any]:
-        return {START: input}
+        keys = list(input) if isinstance(input, dict) else []
+        return {START: keys}
 
     def validate_update(self, as_node: str, values: Any) -> None:
         if isinstance(values, dict):

@@ -1008,26 +1008,27 @@ class PregelLoop:
 
     def _step_writes(
         self, tasks: Sequence[PregelExecutableTask]
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, list[str]] | None:
+        """What the step wrote, by node: the state keys (values live in pending writes).
+
+        Recording keys, not values, keeps metadata small and stores each value once.
+        """
         if self.checkpointer is None:
             return None
-        writes: dict[str, Any] = {}
+        state_keys = self.graph.output_channel_set | set(
+            (self.stream_keys,)
+            if isinstance(self.stream_keys, str)
+            else self.stream_keys
+        )
+        writes: dict[str, list[str]] = {}
         for task in tasks:
             if TAG_HIDDEN in task.node.tags:
                 continue
-            update = self.graph.task_update(task)
-            if task.name in writes:
-                existing = writes[task.name]
-                if isinstance(existing, list) and getattr(existing, "_many", False):
-                    existing.append(update)
-                else:
-                    many = _ManyUpdates([existing, update])
-                    writes[task.name] = many
-            else:
-                writes[task.name] = update
-        return {
-            k: list(v) if isinstance(v, _ManyUpdates) else v for k, v in writes.items()
-        }
+            keys = writes.setdefault(task.name, [])
+            for chan, _ in task.writes:
+                if chan in state_keys and chan not in keys:
+                    keys.append(chan)
+        return writes
 
     # -- checkpoints ---------------------------------------------------------------
 
@@ -1339,10 +1340,6 @@ class PregelLoop:
                 CONFIG_KEY_CHECKPOINT_ID: prev[CONF][CONFIG_KEY_CHECKPOINT_ID],
             }
         }
-
-
-class _ManyUpdates(list[Any]):
-    _many = True
 
 
 def _message_id(message: Any) -> Any:

@@ -546,7 +546,9 @@ def plan_update(
         "source": "update",
         "step": step + 1,
         "parents": parents,
-        "writes": {as_node: values} if as_node not in (END,) else None,
+        "writes": {as_node: list(values) if isinstance(values, dict) else []}
+        if as_node != END
+        else None,
     }
     return plan
 

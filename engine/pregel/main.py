@@ -151,7 +151,9 @@ class Pregel:
         return writes_update(task.writes, self.output_channel_set)
 
     def input_metadata(self, input: Any) -> dict[str, Any]:
-        return {"__start__": input}
+        """``metadata["writes"]`` of an input checkpoint: the keys given."""
+        keys = list(input) if isinstance(input, dict) else []
+        return {"__start__": keys}
 
     def read_fresh(
         self,

@@ -41,6 +41,11 @@ __all__ = (
 
 TAG = "__t"
 
+_PLAIN = frozenset({str, bool, type(None), int})
+"""Types stored as themselves. Ints beyond 64 bits are caught by orjson and
+re-encoded as tagged strings (see ``JsonPlusSerializer.dumps``)."""
+_PLAIN_NO_INT = frozenset({str, bool, type(None)})
+
 _ALLOWED: dict[str, type[Any]] = {}
 _ALLOWED_PREFIXES: set[str] = {"langchain_core.messages", "engine.types"}
 _lock = threading.Lock()
@@ -79,16 +84,17 @@ class UnknownObject:
 class _Encoder:
     """One encoding pass; collects classes to allow on the way."""
 
-    __slots__ = ("seen_types",)
+    __slots__ = ("plain", "seen_types")
 
-    def __init__(self) -> None:
+    def __init__(self, big_ints: bool = False) -> None:
         self.seen_types: list[type[Any]] = []
+        self.plain = _PLAIN_NO_INT if big_ints else _PLAIN
 
     def encode(self, obj: Any, path: str) -> Any:
         cls = type(obj)
-        if cls is str or cls is bool or obj is None:
+        if cls in self.plain:
             return obj
-        if cls is int:
+        if cls is int:  # reached only on the big-int retry
             if -(2**63) <= obj < 2**64:
                 return obj
             return {TAG: "int", "v": str(obj)}
@@ -98,7 +104,8 @@ class _Encoder:
             return {TAG: "float", "v": repr(obj)}
         if cls is list:
             enc = self.encode
-            return [enc(item, path) for item in obj]
+            plain = self.plain
+            return [item if type(item) in plain else enc(item, path) for item in obj]
         if cls is dict:
             return self._encode_dict(obj, path)
         if cls is tuple:
@@ -114,7 +121,11 @@ class _Encoder:
                 plain = False
                 break
         if plain:
-            return {key: enc(value, path) for key, value in obj.items()}
+            simple = self.plain
+            return {
+                key: value if type(value) in simple else enc(value, path)
+                for key, value in obj.items()
+            }
         return {
             TAG: "dict",
             "v": [[enc(k, path), enc(v, path)] for k, v in obj.items()],
@@ -354,7 +365,20 @@ class JsonPlusSerializer:
         return self._decoder.decode(data)
 
     def dumps(self, obj: Any) -> bytes:
-        return orjson.dumps(self.encode(obj))
+        try:
+            payload = orjson.dumps(self.encode(obj))
+        except orjson.JSONEncodeError as exc:
+            if "64-bit" not in str(exc):
+                raise SerializationError(f"Cannot store value: {exc}") from exc
+            payload = orjson.dumps(self._encode_big_ints(obj))
+        # orjson's buffer can be much larger than its result; keep an exact-size copy
+        return memoryview(payload).tobytes() if len(payload) < 2048 else payload
+
+    def _encode_big_ints(self, obj: Any) -> Any:
+        encoder = _Encoder(big_ints=True)
+        result = encoder.encode(obj, "")
+        _remember(encoder.seen_types)
+        return result
 
     def loads(self, data: bytes | str) -> Any:
         parsed = orjson.loads(data)

@@ -1,0 +1,529 @@
+"""Checkpointers vs. LangGraph's own savers (issue 4): SQLite and Postgres, as ratios.
+
+    python -m benchmarks.checkpointers [--repeat N] [--only NAME] [--profile NAME] [--list]
+
+Each side uses its own library's matching saver (``engine.checkpoint.sqlite.SqliteSaver`` vs.
+``langgraph.checkpoint.sqlite.SqliteSaver``, likewise for Postgres), each on its own temporary
+SQLite file or its own freshly created Postgres database (dropped at the end). A workload whose
+engine saver does not exist yet, or that needs an unreachable Postgres, is skipped with a note.
+Postgres: ``BENCH_PG_DSN`` (default ``postgresql://postgres@127.0.0.1:5432/postgres``), a role
+allowed to create databases.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import psycopg
+from psycopg.conninfo import make_conninfo
+
+from benchmarks._harness import (
+    COMPARE_HEADERS,
+    ENGINE,
+    LANGGRAPH,
+    Lib,
+    Preparer,
+    RunFn,
+    Skip,
+    Table,
+    add_geomean,
+    compare,
+    finish,
+    fmt_bytes,
+    fmt_ratio,
+    libraries,
+    parse_args,
+    profile,
+    selected,
+    verdict,
+    version_line,
+)
+from benchmarks.engine_core import Runner, build_fanout, build_loop, make_items
+
+LOOP_STEPS = 200
+FANOUT_TASKS = 200
+INTERRUPTS = 200
+HISTORY_CHECKPOINTS = 1_000
+BIG_ITEMS = 5_000
+BIG_STEPS = 100
+MESSAGE_STEPS = 200
+# Message text: 30 words drawn (seeded by the step) from common English words, ~150 characters:
+# varied like real text, so a store's compression (Postgres TOAST) gets no unrealistic help
+# from one sentence repeated in every message.
+_WORD_TEXT = (
+    "the of and to in is you that it he was for on are as with his they at be this have "
+    "from or one had by word but not what all were we when your can said there use an each "
+    "which she do how their if will up other about out many then them these so some her "
+    "would make like him into time has look two more write go see number no way could people "
+    "my than first water been call who oil its now find long down day did get come made may "
+    "part model answer tool search result order ticket refund customer account shipping"
+)
+WORDS = _WORD_TEXT.split()
+
+TARGET_LOOP = 1 / 2  # loops, fan-out, interrupts: at most half of LangGraph's time
+TARGET_READ = 1 / 5  # history reads and the big-state loop: at most a fifth
+TARGET_BYTES = 1 / 10  # stored bytes per step of a growing message list: 10x smaller
+
+PG_DSN = os.environ.get("BENCH_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+# --- opening savers -----------------------------------------------------------------------
+
+
+def _setup(saver: Any) -> Any:
+    if callable(getattr(saver, "setup", None)):
+        saver.setup()
+    return saver
+
+
+@contextmanager
+def sqlite_saver(lib: Lib, path: Path) -> Iterator[Any]:
+    cls = lib.get("checkpoint.sqlite", "SqliteSaver")
+    if hasattr(cls, "from_conn_string"):
+        with cls.from_conn_string(str(path)) as saver:
+            yield _setup(saver)
+    else:
+        conn = sqlite3.connect(str(path), check_same_thread=False)
+        try:
+            yield _setup(cls(conn))
+        finally:
+            conn.close()
+
+
+@contextmanager
+def pg_database(label: str) -> Iterator[str]:
+    """A fresh database for one side, dropped on exit; yields its conninfo."""
+    name = f"bench_{label}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    try:
+        admin = psycopg.connect(PG_DSN, autocommit=True, connect_timeout=3)
+    except psycopg.Error as exc:
+        raise Skip(
+            f"Postgres unreachable at BENCH_PG_DSN={PG_DSN} ({exc})".strip()
+        ) from exc
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            yield make_conninfo(PG_DSN, dbname=name)
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def postgres_saver(lib: Lib, conninfo: str) -> Iterator[Any]:
+    cls = lib.get("checkpoint.postgres", "PostgresSaver")
+    if hasattr(cls, "from_conn_string"):
+        with cls.from_conn_string(conninfo) as saver:
+            yield _setup(saver)
+    else:
+        with psycopg.Connection.connect(conninfo, autocommit=True) as conn:
+            yield _setup(cls(conn))
+
+
+@contextmanager
+def backend(
+    lib: Lib, kind: str, label: str = ""
+) -> Iterator[tuple[Any, Callable[[], tuple[int, int]]]]:
+    """Open ``lib``'s saver of ``kind`` ("sqlite" or "postgres") on a fresh store; yields the
+    saver and a function returning the store's size in bytes (see :func:`stored_bytes`)."""
+    if kind == "sqlite":
+        lib.get("checkpoint.sqlite", "SqliteSaver")  # skip before creating anything
+        with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+            path = Path(tmp) / f"{lib.name}.sqlite"
+            with sqlite_saver(lib, path) as saver:
+                yield saver, lambda: sqlite_bytes(path)
+    elif kind == "postgres":
+        lib.get("checkpoint.postgres", "PostgresSaver")
+        with (
+            pg_database(f"{lib.name}{label}") as conninfo,
+            postgres_saver(lib, conninfo) as saver,
+        ):
+            yield saver, lambda: postgres_bytes(conninfo)
+    else:
+        raise ValueError(kind)
+
+
+# --- measuring stored bytes ---------------------------------------------------------------
+
+
+def sqlite_bytes(path: Path) -> tuple[int, int]:
+    """(payload, pages): the bytes of every column of every row of every table (a blob's or
+    text's length in bytes), and the database's used pages (WAL checkpointed first)."""
+    conn = sqlite3.connect(str(path))
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        payload = 0
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' "
+                "AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
+        for table in tables:
+            cols = [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
+            if not cols:
+                continue
+            expr = " + ".join(f'coalesce(length(CAST("{c}" AS BLOB)), 0)' for c in cols)
+            payload += conn.execute(
+                f'SELECT coalesce(sum({expr}), 0) FROM "{table}"'
+            ).fetchone()[0]
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        used = (
+            conn.execute("PRAGMA page_count").fetchone()[0]
+            - conn.execute("PRAGMA freelist_count").fetchone()[0]
+        )
+        return payload, used * page_size
+    finally:
+        conn.close()
+
+
+def postgres_bytes(conninfo: str) -> tuple[int, int]:
+    """(payload, relations): the sum of pg_column_size of every row of every user table, and
+    pg_total_relation_size (heap + TOAST + indexes) of those tables."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        tables = conn.execute(
+            "SELECT format('%I.%I', schemaname, tablename) FROM pg_tables "
+            "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
+        ).fetchall()
+        payload = relations = 0
+        for (table,) in tables:
+            conn.execute(f"ANALYZE {table}")
+            payload += conn.execute(
+                f"SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM {table} t"
+            ).fetchone()[0]
+            relations += conn.execute(
+                "SELECT pg_total_relation_size(%s::regclass)", (table,)
+            ).fetchone()[0]
+        return int(payload), int(relations)
+
+
+# --- graphs that only this file needs -----------------------------------------------------
+
+
+class AskState(TypedDict, total=False):
+    n: int
+    limit: int
+    answer: Any
+
+
+def build_ask(lib: Lib) -> Any:
+    """One node asking a human (``interrupt``) each iteration; resumed ``limit`` times."""
+    interrupt, end = lib.interrupt, lib.END
+
+    def ask(state: AskState) -> dict[str, Any]:
+        answer = interrupt({"question": state["n"]})
+        return {"n": state["n"] + 1, "answer": answer}
+
+    def route(state: AskState) -> str:
+        return "ask" if state["n"] < state["limit"] else end
+
+    builder = lib.StateGraph(AskState)
+    builder.add_node("ask", ask)
+    builder.add_edge(lib.START, "ask")
+    builder.add_conditional_edges("ask", route)
+    return builder
+
+
+def build_chat(lib: Lib) -> Any:
+    """A loop that appends one message per step to an ``add_messages`` list."""
+    # functional form: the reducer is the library's own, a local the class form (with
+    # postponed annotations) could not resolve
+    state = TypedDict(  # noqa: UP013
+        "ChatState",
+        {"messages": Annotated[list[Any], lib.add_messages], "n": int, "limit": int},
+        total=False,
+    )
+    end = lib.END
+
+    def reply(s: Any) -> dict[str, Any]:
+        n = s["n"] + 1
+        text = f"Reply {n}: " + " ".join(random.Random(n).choices(WORDS, k=30)) + "."
+        return {"n": n, "messages": [{"role": "assistant", "content": text}]}
+
+    def route(s: Any) -> str:
+        return "reply" if s["n"] < s["limit"] else end
+
+    builder = lib.StateGraph(state)
+    builder.add_node("reply", reply)
+    builder.add_edge(lib.START, "reply")
+    builder.add_conditional_edges("reply", route)
+    return builder
+
+
+# --- workloads -------------------------------------------------------------------------------
+
+
+def loop_prep(kind: str, steps: int, items: int = 0) -> Callable[[Lib], Preparer]:
+    def make(lib: Lib) -> Preparer:
+        @contextmanager
+        def prepare() -> Iterator[RunFn]:
+            with backend(lib, kind) as (saver, _size):
+                runner = Runner(lib, build_loop(lib), saver, recursion_limit=steps + 10)
+                inp: dict[str, Any] = {"n": 0, "limit": steps}
+                if items:
+                    inp["items"] = make_items(items)
+
+                def run() -> None:
+                    out = runner.invoke(inp)
+                    assert out["n"] == steps, out
+
+                yield run
+
+        return prepare
+
+    return make
+
+
+def fanout_prep(kind: str) -> Callable[[Lib], Preparer]:
+    def make(lib: Lib) -> Preparer:
+        @contextmanager
+        def prepare() -> Iterator[RunFn]:
+            with backend(lib, kind) as (saver, _size):
+                runner = Runner(lib, build_fanout(lib), saver)
+                expected = sum(i * 2 for i in range(FANOUT_TASKS))
+
+                def run() -> None:
+                    out = runner.invoke({"tasks": FANOUT_TASKS, "results": []})
+                    assert out["total"] == expected, out
+
+                yield run
+
+        return prepare
+
+    return make
+
+
+def interrupt_prep(kind: str) -> Callable[[Lib], Preparer]:
+    def make(lib: Lib) -> Preparer:
+        @contextmanager
+        def prepare() -> Iterator[RunFn]:
+            with backend(lib, kind) as (saver, _size):
+                runner = Runner(lib, build_ask(lib), saver)
+                command = lib.Command
+
+                def run() -> None:
+                    config = runner.config()
+                    runner.graph.invoke({"n": 0, "limit": INTERRUPTS}, config)
+                    for i in range(INTERRUPTS):
+                        out = runner.graph.invoke(command(resume=i), config)
+                    assert out["n"] == INTERRUPTS and out["answer"] == INTERRUPTS - 1, (
+                        out
+                    )
+
+                yield run
+
+        return prepare
+
+    return make
+
+
+def history_prep(kind: str) -> Callable[[Lib], Preparer]:
+    def make(lib: Lib) -> Preparer:
+        @contextmanager
+        def prepare() -> Iterator[RunFn]:
+            with backend(lib, kind) as (saver, _size):
+                # a loop of N iterations leaves N + 2 checkpoints (input, start, N steps)
+                steps = HISTORY_CHECKPOINTS - 2
+                runner = Runner(lib, build_loop(lib), saver, recursion_limit=steps + 10)
+                config = runner.config()
+                runner.graph.invoke({"n": 0, "limit": steps}, config)
+                thread = {
+                    "configurable": {"thread_id": config["configurable"]["thread_id"]}
+                }
+                count = sum(1 for _ in runner.graph.get_state_history(thread))
+                if abs(count - HISTORY_CHECKPOINTS) > 2:
+                    raise AssertionError(f"{lib.name}: {count} checkpoints, not ~1000")
+
+                def run() -> None:
+                    # what a timeline reads of each checkpoint: its id, step and next nodes
+                    rows = [
+                        (
+                            s.config["configurable"]["checkpoint_id"],
+                            s.metadata["step"],
+                            s.next,
+                        )
+                        for s in runner.graph.get_state_history(thread)
+                    ]
+                    assert len(rows) == count
+
+                yield run
+
+        return prepare
+
+    return make
+
+
+def chat_prep(kind: str) -> Callable[[Lib], Preparer]:
+    def make(lib: Lib) -> Preparer:
+        @contextmanager
+        def prepare() -> Iterator[RunFn]:
+            with backend(lib, kind) as (saver, _size):
+                runner = Runner(
+                    lib, build_chat(lib), saver, recursion_limit=MESSAGE_STEPS + 10
+                )
+
+                def run() -> None:
+                    out = runner.invoke(
+                        {"n": 0, "limit": MESSAGE_STEPS, "messages": []}
+                    )
+                    assert len(out["messages"]) == MESSAGE_STEPS
+
+                yield run
+
+        return prepare
+
+    return make
+
+
+@dataclass
+class Workload:
+    name: str
+    make: Callable[[Lib], Preparer]
+    target: float | None
+
+
+def workloads() -> list[Workload]:
+    return [
+        Workload(
+            f"sqlite loop {LOOP_STEPS} steps",
+            loop_prep("sqlite", LOOP_STEPS),
+            TARGET_LOOP,
+        ),
+        Workload(
+            f"sqlite send fan-out {FANOUT_TASKS} tasks",
+            fanout_prep("sqlite"),
+            TARGET_LOOP,
+        ),
+        Workload(
+            f"sqlite interrupt/resume x{INTERRUPTS}",
+            interrupt_prep("sqlite"),
+            TARGET_LOOP,
+        ),
+        Workload(
+            f"sqlite history of {HISTORY_CHECKPOINTS} checkpoints",
+            history_prep("sqlite"),
+            TARGET_READ,
+        ),
+        Workload(
+            f"sqlite loop {BIG_STEPS} steps, {BIG_ITEMS} items",
+            loop_prep("sqlite", BIG_STEPS, BIG_ITEMS),
+            TARGET_READ,
+        ),
+        Workload(
+            f"sqlite messages loop {MESSAGE_STEPS} steps", chat_prep("sqlite"), None
+        ),
+        Workload(
+            f"postgres loop {LOOP_STEPS} steps",
+            loop_prep("postgres", LOOP_STEPS),
+            TARGET_LOOP,
+        ),
+        Workload(
+            f"postgres messages loop {MESSAGE_STEPS} steps", chat_prep("postgres"), None
+        ),
+    ]
+
+
+# --- stored bytes ---------------------------------------------------------------------------
+
+
+def bytes_per_step(lib: Lib, kind: str) -> tuple[float, float]:
+    """Run the message loop once on a fresh store; (payload, pages) bytes added per step."""
+    with backend(lib, kind, label="bytes") as (saver, size):
+        before = size()
+        runner = Runner(lib, build_chat(lib), saver, recursion_limit=MESSAGE_STEPS + 10)
+        runner.invoke({"n": 0, "limit": MESSAGE_STEPS, "messages": []})
+        if hasattr(saver, "flush"):
+            saver.flush()
+        after = size()
+    return (after[0] - before[0]) / MESSAGE_STEPS, (
+        after[1] - before[1]
+    ) / MESSAGE_STEPS
+
+
+def stored_bytes_table(libs: list[Lib], args: Any) -> Table:
+    second = {"sqlite": "used pages", "postgres": "relation size"}
+    table = Table(
+        f"\nStored bytes per step, {MESSAGE_STEPS}-step loop appending one message a step "
+        "(ratio = engine / langgraph)",
+        [
+            "backend",
+            "measure",
+            "engine B/step",
+            "langgraph B/step",
+            "ratio",
+            "target",
+        ],
+    )
+    for kind in ("sqlite", "postgres"):
+        name = f"{kind} stored bytes"
+        if not selected(args, name):
+            continue
+        try:
+            per = {lib.name: bytes_per_step(lib, kind) for lib in libs}
+        except Skip as exc:
+            table.note(f"skipped {name}: {exc}")
+            continue
+        except Exception as exc:
+            table.note(f"FAILED {name}: {type(exc).__name__}: {exc}")
+            args.failures.append((name, repr(exc)))
+            continue
+        for i, measure in enumerate(("payload", second[kind])):
+            eng = per[ENGINE][i]
+            lg = per[LANGGRAPH][i] if LANGGRAPH in per else float("nan")
+            ratio = eng / lg if lg else float("nan")
+            table.add(
+                kind if i == 0 else "",
+                measure,
+                fmt_bytes(eng),
+                fmt_bytes(lg),
+                fmt_ratio(ratio),
+                verdict(ratio, TARGET_BYTES),
+            )
+    return table
+
+
+def main() -> None:
+    items = workloads()
+    names = [w.name for w in items] + ["sqlite stored bytes", "postgres stored bytes"]
+    args = parse_args(__doc__ or "", names)
+    libs = libraries()
+    engine = libs[0]
+
+    if args.profile:
+        match = [w for w in items if args.profile in w.name]
+        if not match:
+            raise SystemExit(f"no workload matches {args.profile!r}; see --list")
+        print(f"cProfile, engine side: {match[0].name}")
+        profile(match[0].make(engine), runs=3, top=args.top)
+        return
+
+    print(
+        f"checkpointers: engine vs. LangGraph savers, {args.repeat} interleaved rounds, medians"
+    )
+    print(version_line(libs))
+    print()
+    table = Table(
+        "Time and peak Python memory per run (ratio = engine / langgraph; lower is better)",
+        COMPARE_HEADERS,
+    )
+    ratios: list[float] = []
+    for w in items:
+        preparers = {lib.name: w.make(lib) for lib in libs}
+        compare(table, w.name, preparers, args, target=w.target, ratios=ratios)
+    add_geomean(table, "geometric mean", ratios, None)
+    table.print()
+    stored_bytes_table(libs, args).print()
+    finish(args)
+
+
+if __name__ == "__main__":
+    main()
