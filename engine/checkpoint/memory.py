@@ -18,14 +18,10 @@ from engine._internal._constants import (
     CONFIG_KEY_CHECKPOINT_ID,
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_THREAD_ID,
-    ERROR,
-    INTERRUPT,
-    NO_WRITES,
-    RESUME,
 )
 from engine._internal._typing import RunnableConfig
-from engine.checkpoint._blobs import BlobRecord, decode_blobs, encode_blob
-from engine.checkpoint._retention import plan_prune
+from engine.checkpoint._blobs import BlobRecord, decode_blobs, encode_blob, load_stored
+from engine.checkpoint._retention import live_blob_keys, open_interrupts, plan_prune
 from engine.checkpoint.base import (
     EXPECTED_HEAD,
     WRITES_IDX_MAP,
@@ -37,31 +33,21 @@ from engine.checkpoint.base import (
     PendingWrite,
     PruneStrategy,
     config_for,
+    conflict,
     metadata_matches,
     require_thread_id,
     ttl_deadline,
 )
 from engine.checkpoint.serde.base import SerializerProtocol
-from engine.errors import CheckpointConflictError, ErrorCode, error_message
 
 __all__ = ("InMemorySaver", "MemorySaver")
 
 _Row = tuple[tuple[str, bytes], tuple[str, bytes], str | None]
-_SPECIAL = frozenset({ERROR, INTERRUPT, RESUME, NO_WRITES})
 
 
-def conflict(
-    thread_id: str, ns: str, expected: str | None, head: str | None
-) -> CheckpointConflictError:
-    return CheckpointConflictError(
-        error_message(
-            f"Thread {thread_id!r} (namespace {ns!r}) was advanced by another writer: "
-            f"expected its latest checkpoint to be {expected!r}, found {head!r}. "
-            "Only one run may write a thread at a time; re-read the thread and retry, or "
-            "fork deliberately from a checkpoint_id.",
-            ErrorCode.CHECKPOINT_CONFLICT,
-        )
-    )
+def _dumps_structure(serde: SerializerProtocol, value: Any) -> tuple[str, bytes]:
+    plain = getattr(serde, "dumps_typed_plain", None)
+    return plain(value) if plain is not None else serde.dumps_typed(value)
 
 
 class InMemorySaver(BaseCheckpointSaver):
@@ -105,19 +91,29 @@ class InMemorySaver(BaseCheckpointSaver):
         rows = self.storage.get(thread_id, {}).get(ns)
         return max(rows) if rows else None
 
+    def _check_head(self, conf: dict[str, Any], thread_id: str, ns: str) -> None:
+        """Fencing: refuse the write if the thread moved past ``EXPECTED_HEAD``."""
+        if EXPECTED_HEAD in conf:
+            head = self._head(thread_id, ns)
+            if head != conf[EXPECTED_HEAD]:
+                raise conflict(thread_id, ns, conf[EXPECTED_HEAD], head)
+
     def _tuple(self, thread_id: str, ns: str, checkpoint_id: str) -> CheckpointTuple:
         cp_typed, meta_typed, parent_id = self.storage[thread_id][ns][checkpoint_id]
-        checkpoint: Checkpoint = self.serde.loads_typed(cp_typed)
+        where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
+        checkpoint: Checkpoint = load_stored(self.serde, cp_typed, where)
         values = decode_blobs(
             self.serde,
             checkpoint["channel_versions"],
             lambda channel, version: self.blobs.get((thread_id, ns, channel, version)),
         )
         checkpoint["channel_values"] = values
-        metadata: CheckpointMetadata = self.serde.loads_typed(meta_typed)
+        metadata: CheckpointMetadata = load_stored(
+            self.serde, meta_typed, f"metadata of {where}"
+        )
         writes = self.writes.get((thread_id, ns, checkpoint_id), {})
         pending: list[PendingWrite] = [
-            (task_id, channel, self.serde.loads_typed(value))
+            (task_id, channel, load_stored(self.serde, value, f"write of {where}"))
             for (task_id, channel, value, _path) in (
                 writes[k]
                 for k in sorted(writes, key=lambda k: (writes[k][3], k[0], k[1]))
@@ -217,10 +213,7 @@ class InMemorySaver(BaseCheckpointSaver):
         conf = config.get(CONF, {})
         thread_id = str(require_thread_id(config))
         ns = conf.get(CONFIG_KEY_CHECKPOINT_NS, "") or ""
-        if EXPECTED_HEAD in conf:
-            head = self._head(thread_id, ns)
-            if head != conf[EXPECTED_HEAD]:
-                raise conflict(thread_id, ns, conf[EXPECTED_HEAD], head)
+        self._check_head(conf, thread_id, ns)
         stored = {
             k: v
             for k, v in checkpoint.items()
@@ -244,7 +237,7 @@ class InMemorySaver(BaseCheckpointSaver):
             else:
                 blobs[key] = BlobRecord("empty", "empty", b"")
         row: _Row = (
-            self.serde.dumps_typed(stored),
+            _dumps_structure(self.serde, stored),
             self.serde.dumps_typed(dict(metadata)),
             conf.get(CONFIG_KEY_CHECKPOINT_ID),
         )
@@ -273,6 +266,23 @@ class InMemorySaver(BaseCheckpointSaver):
         task_id: str,
         task_path: str,
     ) -> None:
+        self._store_writes(config, self._encode_writes(writes), task_id, task_path)
+
+    def _encode_writes(
+        self, writes: Sequence[tuple[str, Any]]
+    ) -> builtins.list[tuple[int, str, tuple[str, bytes]]]:
+        return [
+            (WRITES_IDX_MAP.get(channel, idx), channel, self.serde.dumps_typed(value))
+            for idx, (channel, value) in enumerate(writes)
+        ]
+
+    def _store_writes(
+        self,
+        config: RunnableConfig,
+        encoded: Sequence[tuple[int, str, tuple[str, bytes]]],
+        task_id: str,
+        task_path: str,
+    ) -> None:
         conf = config.get(CONF, {})
         thread_id = str(require_thread_id(config))
         ns = conf.get(CONFIG_KEY_CHECKPOINT_NS, "") or ""
@@ -282,10 +292,6 @@ class InMemorySaver(BaseCheckpointSaver):
                 "put_writes() needs a config that addresses a checkpoint_id"
             )
         bucket = self.writes.setdefault((thread_id, ns, checkpoint_id), {})
-        encoded = [
-            (WRITES_IDX_MAP.get(channel, idx), channel, self.serde.dumps_typed(value))
-            for idx, (channel, value) in enumerate(writes)
-        ]
         for idx, channel, typed in encoded:
             key = (task_id, idx)
             if idx >= 0 and key in bucket:
@@ -300,15 +306,23 @@ class InMemorySaver(BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """A step's last task writes and the checkpoint after it, atomically."""
+        """A step's last task writes and the checkpoint after it, atomically.
+
+        Nothing is stored when any part fails (a fencing conflict, a value that
+        cannot be serialized): writes and values are encoded before anything is
+        stored.
+        """
+        conf = config.get("configurable", {})
+        has_parent = conf.get(CONFIG_KEY_CHECKPOINT_ID) is not None
+        encoded = [
+            (task_id, path, self._encode_writes(writes))
+            for task_id, path, writes in (task_writes if has_parent else ())
+        ]
         with self.lock:
-            if (
-                task_writes
-                and config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID) is not None
-            ):
-                for task_id, path, writes in task_writes:
-                    self._put_writes(config, writes, task_id, path)
-            return self._put(config, checkpoint, metadata, new_versions)
+            stored = self._put(config, checkpoint, metadata, new_versions)
+            for task_id, path, task_encoded in encoded:
+                self._store_writes(config, task_encoded, task_id, path)
+            return stored
 
     # -- retention ---------------------------------------------------------------
 
@@ -368,35 +382,53 @@ class InMemorySaver(BaseCheckpointSaver):
                 self._gc_blobs(thread_id)
 
     def _open_interrupts(self, thread_id: str, ns: str) -> set[str]:
-        open_ids: set[str] = set()
-        for (thread, wns, cid), bucket in self.writes.items():
-            if thread != thread_id or wns != ns:
-                continue
-            interrupted = {t for t, c, _, _ in bucket.values() if c == INTERRUPT}
-            finished = {
-                t
-                for t, c, _, _ in bucket.values()
-                if c not in _SPECIAL or c == NO_WRITES
-            }
-            if interrupted - finished:
-                open_ids.add(cid)
-        return open_ids
+        return open_interrupts(
+            (cid, task_id, channel)
+            for (thread, wns, cid), bucket in self.writes.items()
+            if thread == thread_id and wns == ns
+            for task_id, channel, _, _ in bucket.values()
+        )
 
     def _gc_blobs(self, thread_id: str) -> None:
-        used: set[tuple[str, str, str, str]] = set()
-        for ns, rows in self.storage.get(thread_id, {}).items():
-            for cp_typed, _, _ in rows.values():
-                checkpoint = self.serde.loads_typed(cp_typed)
-                for channel, version in checkpoint["channel_versions"].items():
-                    key = (thread_id, ns, channel, str(version))
-                    while key in self.blobs and key not in used:
-                        used.add(key)
-                        record = self.blobs[key]
-                        if record.kind != "delta" or record.base_version is None:
-                            break
-                        key = (thread_id, ns, channel, record.base_version)
-        for key in [k for k in self.blobs if k[0] == thread_id and k not in used]:
+        base_of = {
+            (ns, channel, version): record.base_version
+            if record.kind == "delta"
+            else None
+            for (thread, ns, channel, version), record in self.blobs.items()
+            if thread == thread_id
+        }
+        wanted = [
+            (ns, channel, str(version))
+            for ns, rows in self.storage.get(thread_id, {}).items()
+            for cp_typed, _, _ in rows.values()
+            for channel, version in self.serde.loads_typed(cp_typed)[
+                "channel_versions"
+            ].items()
+        ]
+        live = live_blob_keys(wanted, base_of)
+        for key in [k for k in self.blobs if k[0] == thread_id and k[1:] not in live]:
             del self.blobs[key]
+
+    def stored_bytes(self, thread_id: str) -> int:
+        thread_id = str(thread_id)
+        with self.lock:
+            total = sum(
+                len(cp[1]) + len(meta[1])
+                for rows in self.storage.get(thread_id, {}).values()
+                for cp, meta, _ in rows.values()
+            )
+            total += sum(
+                len(record.payload)
+                for key, record in self.blobs.items()
+                if key[0] == thread_id
+            )
+            total += sum(
+                len(typed[1])
+                for key, bucket in self.writes.items()
+                if key[0] == thread_id
+                for _, _, typed, _ in bucket.values()
+            )
+        return total
 
     def set_thread_ttl(self, thread_id: str, ttl: timedelta | float | None) -> None:
         with self.lock:
@@ -476,6 +508,9 @@ class InMemorySaver(BaseCheckpointSaver):
 
     async def asweep_expired(self, now: datetime | None = None) -> builtins.list[str]:
         return self.sweep_expired(now)
+
+    async def astored_bytes(self, thread_id: str) -> int:
+        return self.stored_bytes(thread_id)
 
 
 MemorySaver = InMemorySaver

@@ -814,6 +814,11 @@ class PregelLoop:
         if error is None:
             if not task.writes:
                 task.writes.append((NO_WRITES, None))
+            if TAG_HIDDEN in task.node.tags:
+                # the input step: re-running it from the saved input is free, so its
+                # writes are not stored (the input is not serialized a third time)
+                self._emit_task_output(task, cached=False)
+                return
             if last and self.durability != "exit" and not self.interrupts:
                 self._deferred = (task.id, path, list(task.writes))
             else:

@@ -36,6 +36,7 @@ from engine.checkpoint.base import (
     empty_checkpoint,
     require_thread_id,
 )
+from engine.constants import TAG_HIDDEN
 from engine.errors import ErrorCode, InvalidUpdateError, error_message
 from engine.pregel._algo import (
     PregelExecutableTask,
@@ -160,6 +161,15 @@ def snapshot_from(
             task.writes.extend(regular)
             done.append(task)
         result = graph.task_update(task) if regular else None
+        if (
+            result is None
+            and TAG_HIDDEN in task.node.tags
+            and isinstance(task.input, dict)
+        ):
+            # the input step's writes are not stored: its result is the saved input
+            result = {
+                k: v for k, v in task.input.items() if k in graph.output_channel_set
+            } or None
         if live and regular:
             interrupts = ()
         state: Any = None

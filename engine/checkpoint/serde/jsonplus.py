@@ -45,6 +45,8 @@ _PLAIN = frozenset({str, bool, type(None), int})
 """Types stored as themselves. Ints beyond 64 bits are caught by orjson and
 re-encoded as tagged strings (see ``JsonPlusSerializer.dumps``)."""
 _PLAIN_NO_INT = frozenset({str, bool, type(None)})
+_DICT_ONLY = frozenset({dict})
+_STR_ONLY = frozenset({str})
 
 _ALLOWED: dict[str, type[Any]] = {}
 _ALLOWED_PREFIXES: set[str] = {"langchain_core.messages", "engine.types"}
@@ -103,9 +105,24 @@ class _Encoder:
                 return obj
             return {TAG: "float", "v": repr(obj)}
         if cls is list:
-            enc = self.encode
             plain = self.plain
-            return [item if type(item) in plain else enc(item, path) for item in obj]
+            kinds = set(map(type, obj))  # one pass in C
+            if kinds <= plain:
+                return obj  # already JSON: no copy
+            enc = self._encode_dict if kinds == _DICT_ONLY else self.encode
+            copy: list[Any] | None = None
+            for index, item in enumerate(obj):
+                if type(item) in plain:
+                    if copy is not None:
+                        copy.append(item)
+                    continue
+                encoded = enc(item, path)
+                if copy is None:
+                    if encoded is item:
+                        continue
+                    copy = obj[:index]  # the first item that changes: copy from here on
+                copy.append(encoded)
+            return obj if copy is None else copy
         if cls is dict:
             return self._encode_dict(obj, path)
         if cls is tuple:
@@ -115,17 +132,20 @@ class _Encoder:
 
     def _encode_dict(self, obj: dict[Any, Any], path: str) -> Any:
         enc = self.encode
-        plain = True
-        for key in obj:
-            if type(key) is not str or key == TAG:
-                plain = False
-                break
-        if plain:
+        if set(map(type, obj)) <= _STR_ONLY and TAG not in obj:
             simple = self.plain
-            return {
-                key: value if type(value) in simple else enc(value, path)
-                for key, value in obj.items()
-            }
+            if set(map(type, obj.values())) <= simple:
+                return obj  # already JSON: no copy
+            changed: dict[str, Any] | None = None
+            for key, value in obj.items():
+                if type(value) in simple:
+                    continue
+                encoded = enc(value, path)
+                if encoded is not value:
+                    if changed is None:
+                        changed = {}
+                    changed[key] = encoded
+            return obj if changed is None else {**obj, **changed}
         return {
             TAG: "dict",
             "v": [[enc(k, path), enc(v, path)] for k, v in obj.items()],
@@ -372,7 +392,7 @@ class JsonPlusSerializer:
                 raise SerializationError(f"Cannot store value: {exc}") from exc
             payload = orjson.dumps(self._encode_big_ints(obj))
         # orjson's buffer can be much larger than its result; keep an exact-size copy
-        return memoryview(payload).tobytes() if len(payload) < 2048 else payload
+        return memoryview(payload).tobytes()
 
     def _encode_big_ints(self, obj: Any) -> Any:
         encoder = _Encoder(big_ints=True)
@@ -394,8 +414,18 @@ class JsonPlusSerializer:
             return "bytes", obj
         return "json", self.dumps(obj)
 
+    def dumps_typed_plain(self, obj: Any) -> tuple[str, bytes]:
+        """For structures known to hold only JSON values (a checkpoint's versions):
+        plain JSON without the type walk, tagged ``jsonraw`` so loading skips it too."""
+        try:
+            return "jsonraw", memoryview(orjson.dumps(obj)).tobytes()
+        except TypeError:
+            return self.dumps_typed(obj)
+
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
         tag, payload = data
+        if tag == "jsonraw":
+            return orjson.loads(payload)
         if tag == "null":
             return None
         if tag == "bytes":
