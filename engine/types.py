@@ -303,6 +303,14 @@ class CachePolicy(Generic[N]):
     ttl: int | None = None
     """Seconds a cached result lives; ``None`` keeps it until cleared."""
 
+    def __post_init__(self) -> None:
+        if self.ttl is not None and (
+            not isinstance(self.ttl, (int, float)) or self.ttl <= 0
+        ):
+            raise ValueError(
+                f"CachePolicy.ttl must be a positive number of seconds or None, got {self.ttl!r}"
+            )
+
 
 @dataclass(frozen=True, slots=True)
 class TimeoutPolicy:
