@@ -63,7 +63,7 @@ def draw_state_graph(
         ends_reached |= dst == END
     for starts, dst in sorted(builder.waiting_edges):
         for src in starts:
-            drawable.add_edge(Edge(src, dst))
+            drawable.add_edge(Edge(src, dst, join=True))
         ends_reached |= dst == END
     for src, branches in builder.branches.items():
         for branch in branches.values():

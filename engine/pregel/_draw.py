@@ -41,6 +41,8 @@ class Edge:
     target: str
     data: str | None = None
     conditional: bool = False
+    join: bool = False
+    """Part of ``add_edge([a, b], c)``: the target waits for all such sources."""
 
 
 @dataclass(slots=True)
@@ -72,6 +74,7 @@ class DrawableGraph:
                     "target": e.target,
                     **({"data": e.data} if e.data is not None else {}),
                     **({"conditional": True} if e.conditional else {}),
+                    **({"join": True} if e.join else {}),
                 }
                 for e in self.edges
             ],
