@@ -38,7 +38,9 @@ def _may_see(user: Any, thread_id: str) -> bool:
 
 
 def _events_after(thread_id: str, after: int) -> list[dict[str, Any]]:
-    rows = RunEvent.objects.filter(thread_id=thread_id, id__gt=after).order_by("id")[:BACKLOG_LIMIT]
+    rows = RunEvent.objects.filter(thread_id=thread_id, id__gt=after).order_by("id")[
+        :BACKLOG_LIMIT
+    ]
     return [event_view(row) for row in rows]
 
 
@@ -71,7 +73,9 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self.group = thread_group(thread_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         if self.format == "json":
-            await self.send_json({"type": "hello", "thread_id": thread_id, "after": self.last_id})
+            await self.send_json(
+                {"type": "hello", "thread_id": thread_id, "after": self.last_id}
+            )
         await self._send_after()
 
     async def disconnect(self, code: int) -> None:
@@ -90,7 +94,9 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self._send_after()
 
     async def _send_after(self) -> None:
-        events = await database_sync_to_async(_events_after)(self.thread_id, self.last_id)
+        events = await database_sync_to_async(_events_after)(
+            self.thread_id, self.last_id
+        )
         for event in events:
             if event["id"] <= self.last_id:
                 continue

@@ -11,8 +11,10 @@ from engine.errors import (
 
 __all__ = (
     "ENGINE_USER_ERRORS",
+    "CheckpointNotFound",
     "Conflict",
     "GraphNotFound",
+    "GraphUnavailable",
     "InvalidInput",
     "NotFound",
     "RunFailed",
@@ -70,9 +72,26 @@ class GraphNotFound(NotFound):
     title = "No such graph"
 
 
+class GraphUnavailable(StudioError):
+    """A registered graph cannot be imported, compiled or drawn: an operator's problem.
+
+    503, not 500: nothing is wrong with the request, and the page names the
+    ``STUDIO_GRAPHS`` entry and the reason so the operator can fix it.
+    """
+
+    code = "graph_unavailable"
+    http_status = 503
+    title = "Graph unavailable"
+
+
 class ThreadNotFound(NotFound):
     code = "thread_not_found"
     title = "No such thread"
+
+
+class CheckpointNotFound(NotFound):
+    code = "checkpoint_not_found"
+    title = "No such checkpoint"
 
 
 def from_engine(exc: Exception) -> RunFailed:

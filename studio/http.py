@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponseRedirect
 from django_htmx.middleware import HtmxDetails
 
-__all__ = ("HtmxHttpRequest", "template_for")
+__all__ = ("HtmxHttpRequest", "HttpResponseSeeOther", "template_for")
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -17,3 +17,9 @@ class HtmxHttpRequest(HttpRequest):
 def template_for(request: HtmxHttpRequest, page: str, *, partial: str) -> str:
     """The full page for normal (and boosted) requests; only the named partial for htmx swaps."""
     return f"{page}#{partial}" if request.htmx and not request.htmx.boosted else page
+
+
+class HttpResponseSeeOther(HttpResponseRedirect):
+    """303: after a successful POST, GET the new resource (never re-POST on refresh)."""
+
+    status_code = 303

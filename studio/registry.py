@@ -14,6 +14,7 @@ import json
 import sys
 import threading
 from pathlib import Path
+from types import FunctionType
 from typing import Any
 
 from django.conf import settings
@@ -22,7 +23,14 @@ from django.dispatch import receiver
 
 from studio.errors import GraphNotFound
 
-__all__ = ("GraphLoadError", "clear_cache", "get_graph", "graph_names", "graph_specs")
+__all__ = (
+    "GraphLoadError",
+    "clear_cache",
+    "describe",
+    "get_graph",
+    "graph_names",
+    "graph_specs",
+)
 
 _lock = threading.Lock()
 _loaded: dict[tuple[str, str], Any] = {}
@@ -93,6 +101,33 @@ def get_graph(name: str) -> Any:
         if key not in _loaded:
             _loaded[key] = _load(name, spec)
         return _loaded[key]
+
+
+def describe(name: str) -> str:
+    """One line about the graph: the first line of its module's docstring.
+
+    Falls back to the docstring of the entry's factory function; ``""`` when
+    neither has one.
+    Call after :func:`get_graph` succeeded (the module is then imported).
+    """
+    spec = graph_specs().get(name)
+    if spec is None:
+        raise GraphNotFound(f"There is no graph named {name!r}.", graph=name)
+    target, _, attr = spec.rpartition(":")
+    try:
+        module = (
+            _import_file(target)
+            if target.endswith(".py")
+            else importlib.import_module(target)
+        )
+    except Exception:
+        return ""
+    factory = getattr(module, attr, None)
+    factory_doc = factory.__doc__ if isinstance(factory, FunctionType) else None
+    for doc in (module.__doc__, factory_doc):
+        if doc and doc.strip():
+            return doc.strip().splitlines()[0].strip().replace("``", "")
+    return ""
 
 
 def clear_cache() -> None:

@@ -10,12 +10,48 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from studio.views import pages
+from studio.views import graphs, pages, threads
 
 app_name = "studio"
 
 studio_patterns = [
     path("", pages.index, name="index"),
+    path("graphs/<str:name>/", graphs.graph_detail, name="graph-detail"),
+    path("graphs/<str:name>/graph.svg", graphs.graph_svg, name="graph-svg"),
+    path("graphs/<str:name>/graph.mmd", graphs.graph_mermaid, name="graph-mermaid"),
+    path("graphs/<str:name>/runs/", graphs.run_start, name="run-start"),
+    path("threads/", threads.thread_list, name="thread-list"),
+    path("threads/<str:thread_id>/", threads.thread_detail, name="thread-detail"),
+    path(
+        "threads/<str:thread_id>/compare/",
+        threads.thread_compare,
+        name="thread-compare",
+    ),
+    path(
+        "threads/<str:thread_id>/waterfall/",
+        threads.thread_waterfall,
+        name="thread-waterfall",
+    ),
+    path(
+        "threads/<str:thread_id>/checkpoints/<str:checkpoint_id>/",
+        threads.checkpoint_detail,
+        name="checkpoint-detail",
+    ),
+    path(
+        "threads/<str:thread_id>/checkpoints/<str:checkpoint_id>/replay/",
+        threads.checkpoint_replay,
+        name="checkpoint-replay",
+    ),
+    path(
+        "threads/<str:thread_id>/checkpoints/<str:checkpoint_id>/fork/",
+        threads.checkpoint_fork,
+        name="checkpoint-fork",
+    ),
+    path(
+        "threads/<str:thread_id>/checkpoints/<str:checkpoint_id>/blame/",
+        threads.checkpoint_blame,
+        name="checkpoint-blame",
+    ),
 ]
 
 urlpatterns = [

@@ -698,6 +698,8 @@ class Pregel:
                 event = _as_event(ns, mode, payload)
                 if event is not None:
                     yield event
+        except GeneratorExit:
+            raise  # the consumer stopped listening: nothing more to say
         except BaseException as exc:
             yield ev.RunFinished(
                 loop.ns, "error", f"{type(exc).__name__}: {exc}", time.time()
@@ -735,6 +737,8 @@ class Pregel:
                 event = _as_event(ns, mode, payload)
                 if event is not None:
                     yield event
+        except GeneratorExit:
+            raise  # the consumer stopped listening: nothing more to say
         except BaseException as exc:
             yield ev.RunFinished(
                 loop.ns, "error", f"{type(exc).__name__}: {exc}", time.time()

@@ -44,7 +44,13 @@ def event_view(row: RunEvent) -> dict[str, Any]:
     if row.kind == "task.start":
         state = "running"
     elif row.kind == "task.end":
-        state = "failed" if payload.get("error") else "interrupted" if payload.get("interrupts") else "done"
+        state = (
+            "failed"
+            if payload.get("error")
+            else "interrupted"
+            if payload.get("interrupts")
+            else "done"
+        )
     return {
         "id": row.id,
         "kind": row.kind,

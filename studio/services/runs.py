@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from studio.errors import Conflict, InvalidInput, ThreadNotFound
@@ -25,6 +26,7 @@ __all__ = (
     "cancel_run",
     "start_run",
     "visible_thread",
+    "visible_threads",
     "wait_for",
     "wake_workers",
 )
@@ -54,6 +56,14 @@ def can_see(user: Any, thread: Thread) -> bool:
     if user is None or not user.is_authenticated:
         return False
     return bool(user.is_superuser) or thread.owner_id == user.pk
+
+
+def visible_threads(user: Any) -> QuerySet[Thread]:
+    """The threads this user may see: the queryset twin of :func:`can_see`."""
+    if user is None or not user.is_authenticated:
+        return Thread.objects.none()
+    threads = Thread.objects.all()
+    return threads if user.is_superuser else threads.filter(owner_id=user.pk)
 
 
 def visible_thread(user: Any, thread_id: str) -> Thread:

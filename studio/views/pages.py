@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from studio import registry
 from studio.http import HtmxHttpRequest
+from studio.services import graphs
 
 
+@login_required
 @require_GET
 def index(request: HtmxHttpRequest) -> HttpResponse:
-    """The graphs list: every entry of ``STUDIO_GRAPHS``, or an empty state."""
-    graphs = [
-        {"name": name, "spec": spec} for name, spec in registry.graph_specs().items()
-    ]
-    return render(request, "pages/index.html", {"graphs": graphs})
+    """The graphs list: every entry of ``STUDIO_GRAPHS``, or an empty state.
+
+    Like every studio page it needs a signed-in user: graph names, modules and
+    descriptions are internal information.
+    """
+    return render(request, "pages/index.html", {"graphs": graphs.list_graphs()})

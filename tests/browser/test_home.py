@@ -7,24 +7,33 @@ from playwright.sync_api import Page, expect
 from tests._support.live_server import LiveServer
 
 
-def test_home_page_shows_the_graphs_list_and_its_empty_state(
+def test_home_page_asks_for_sign_in_then_lists_the_graphs(
     page: Page, server: LiveServer, console_errors: list[str]
 ) -> None:
     page.goto(f"{server.url}/")
 
+    expect(page).to_have_url(f"{server.url}/accounts/login/?next=/")
+    page.get_by_label("Username").fill("demo")
+    page.get_by_label("Password").fill("demo")
+    page.get_by_role("button", name="Sign in").click()
+
+    expect(page).to_have_url(f"{server.url}/")
     expect(page).to_have_title("Graphs · Graph Studio")
     expect(page.get_by_role("heading", level=1)).to_have_text("Graphs")
-    expect(page.get_by_text("No graphs registered yet")).to_be_visible()
-    expect(page.get_by_role("link", name="Sign in")).to_be_visible()
+    for name in ("purchase", "research", "tool_agent"):
+        expect(page.get_by_role("link", name=name, exact=True)).to_have_attribute(
+            "href", f"/graphs/{name}/"
+        )
+    expect(page.get_by_text("6 nodes")).to_be_visible()
     # htmx 2 loaded from our static files and read its config from the meta tag.
     assert page.evaluate("() => window.htmx.version").startswith("2.")
     assert page.evaluate(
         "() => window.htmx.config.responseHandling.some(r => r.code === '^(409|422)$')"
     )
-    # Our stylesheet applied (the empty state is a bordered box, not bare text).
+    # Our stylesheet applied (cards are bordered boxes, not bare text).
     assert (
-        page.locator(".empty").evaluate("el => getComputedStyle(el).borderStyle")
-        == "dashed"
+        page.locator(".card").first.evaluate("el => getComputedStyle(el).borderStyle")
+        == "solid"
     )
     assert console_errors == []
 

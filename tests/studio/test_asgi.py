@@ -16,13 +16,16 @@ def _client() -> httpx.AsyncClient:
     )
 
 
-async def test_home_page_over_asgi() -> None:
+async def test_pages_over_asgi() -> None:
     async with _client() as client:
-        response = await client.get("/")
+        home = await client.get("/")
+        login = await client.get(home.headers["location"])
 
-    assert response.status_code == 200
-    assert "No graphs registered yet" in response.text
-    assert "script-src 'self'" in response.headers["content-security-policy"]
+    assert home.status_code == 302  # every studio page needs a signed-in user
+    assert home.headers["location"] == "/accounts/login/?next=/"
+    assert login.status_code == 200
+    assert "Sign in" in login.text
+    assert "script-src 'self'" in login.headers["content-security-policy"]
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,20 @@ from django.test.utils import override_settings
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture
+def client(client: Client) -> Client:
+    """Every studio page needs a signed-in user (the graphs list included)."""
+    client.force_login(User.objects.create_user("reader", password="pw"))
+    return client
+
+
+def test_home_page_needs_a_signed_in_user() -> None:
+    response = Client().get("/")
+
+    assert response.status_code == 302
+    assert response.headers["Location"] == "/accounts/login/?next=/"
+
+
 def test_home_page_shows_the_empty_registry(client: Client) -> None:
     response = client.get("/")
 
@@ -70,7 +84,7 @@ def test_home_page_lists_registered_graphs_by_name(client: Client) -> None:
     html = client.get("/").content.decode()
 
     assert "No graphs registered yet" not in html
-    names = re.findall(r'<h2 class="card__title">(\w+)</h2>', html)
+    names = re.findall(r'<h2 class="card__title"><a href="[^"]+">(\w+)</a></h2>', html)
     assert names == ["purchase", "research"]
 
 
@@ -81,8 +95,8 @@ def test_unknown_address_renders_the_404_page(client: Client) -> None:
     assert "There is nothing at this address" in response.content.decode()
 
 
-def test_login_page_renders_a_sign_in_form(client: Client) -> None:
-    response = client.get("/accounts/login/")
+def test_login_page_renders_a_sign_in_form() -> None:
+    response = Client().get("/accounts/login/")
 
     assert response.status_code == 200
     html = response.content.decode()
@@ -111,10 +125,12 @@ def test_signing_in_returns_to_the_graphs_list_with_the_user_shown() -> None:
     assert "Sign out" in html
 
 
-def test_wrong_password_is_refused_with_a_message(client: Client) -> None:
+def test_wrong_password_is_refused_with_a_message() -> None:
     User.objects.create_user("ada", password="correct horse")
 
-    response = client.post("/accounts/login/", {"username": "ada", "password": "nope"})
+    response = Client().post(
+        "/accounts/login/", {"username": "ada", "password": "nope"}
+    )
 
     assert response.status_code == 200
     assert "Please enter a correct username and password" in response.content.decode()

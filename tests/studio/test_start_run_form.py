@@ -1,0 +1,433 @@
+"""Starting a run from the browser: the generated form, strict validation, the queue."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, TypedDict
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client, override_settings
+
+from engine.graph import MessagesState
+from studio.forms import RunInputForm, StrictForm
+from studio.input_fields import InputField, input_fields
+from studio.models import Run, Thread
+from tests.studio import ui_graphs_for_tests as ui
+
+GRAPHS = {
+    "purchase": "studio.graphs.purchase:build",
+    "tool_agent": "studio.graphs.tool_agent:build",
+    "order": "tests.studio.ui_graphs_for_tests:pydantic_input",
+    "typed": "tests.studio.ui_graphs_for_tests:typed_input",
+    "trip": "tests.studio.ui_graphs_for_tests:dataclass_input",
+    "broken": "tests.studio.ui_graphs_for_tests:broken",
+}
+
+
+def by_key(fields: tuple[InputField, ...]) -> dict[str, InputField]:
+    return {f.key: f for f in fields}
+
+
+def form_for(schema: Any, kind: str) -> RunInputForm:
+    return RunInputForm(input_fields(schema, kind), schema)
+
+
+# -- schema -> fields (pure) -----------------------------------------------------
+
+
+def test_typeddict_fields_pick_widgets_by_type() -> None:
+    fields = by_key(input_fields(ui.Typed, "typeddict"))
+
+    assert fields["title"].widget == "text"
+    assert fields["title"].required
+    assert fields["level"].widget == "choice"
+    assert [text for text, _ in fields["level"].choices] == ["1", "2", "3"]
+    assert fields["urgent"].widget == "checkbox"
+    assert not fields["note"].required  # NotRequired, even under `from __future__`
+    assert fields["flagged"].widget == "choice"  # an optional bool: true/false/unset
+    assert fields["limit"].widget == "number"
+    assert fields["limit"].nullable
+    assert fields["extra"].widget == "json"
+
+
+def test_pydantic_fields_keep_defaults_and_constraints() -> None:
+    fields = by_key(input_fields(ui.Order, "pydantic"))
+
+    assert fields["name"].required
+    assert fields["count"].widget == "number"
+    assert fields["count"].step == "1"
+    assert fields["count"].constraints  # Field(ge=1)
+    assert fields["ratio"].step == "any"
+    assert not fields["ratio"].required
+    assert fields["mode"].initial == "fast"
+    assert fields["color"].widget == "choice"
+    assert fields["color"].initial == "red"
+    assert fields["express"].widget == "checkbox"
+    assert fields["tags"].widget == "json"
+
+
+def test_dataclass_fields_are_required_without_a_default() -> None:
+    fields = by_key(input_fields(ui.Trip, "dataclass"))
+
+    assert fields["city"].required
+    assert not fields["days"].required
+    assert fields["days"].initial == "3"
+    assert fields["stops"].widget == "json"
+
+
+def test_a_messages_only_schema_is_one_message_box() -> None:
+    (field,) = input_fields(MessagesState, "typeddict")
+
+    assert field.key == "messages"
+    assert field.widget == "message"
+
+
+def test_an_untyped_schema_has_no_fields() -> None:
+    assert input_fields(dict, "dict") == ()
+
+
+# -- binding (pure) --------------------------------------------------------------
+
+
+def test_bind_reads_form_strings_strictly() -> None:
+    form = form_for(ui.Typed, "typeddict").bind(
+        {
+            "input.title": "Ship it",
+            "input.level": "2",
+            "input.limit": "40",
+            "input.extra": '{"a": [1]}',
+            "input.flagged": "false",
+        }
+    )
+
+    assert form.input == {
+        "title": "Ship it",
+        "level": 2,
+        "urgent": False,  # an unchecked box is false
+        "flagged": False,
+        "limit": 40,
+        "extra": {"a": [1]},
+    }
+
+
+def test_bind_refuses_non_numbers_and_unknown_choices() -> None:
+    form = form_for(ui.Typed, "typeddict").bind(
+        {"input.title": "x", "input.level": "7", "input.limit": "abc"}
+    )
+
+    assert form.input is None
+    errors = {row.field.key: row.errors for row in form.rows}
+    assert errors["level"] == ("Input should be '1', '2' or '3'",)
+    assert errors["limit"] == (
+        "Input should be a valid integer, unable to parse string as an integer",
+    )
+    assert errors["title"] == ()
+
+
+def test_bind_reports_missing_required_fields_and_unknown_ones() -> None:
+    form = form_for(ui.Typed, "typeddict").bind({"input.bogus": "1", "requester": "x"})
+
+    assert form.input is None
+    errors = {row.field.key: row.errors for row in form.rows}
+    assert errors["title"] == ("This field is required.",)
+    assert form.form_errors == (
+        "Unknown field 'input.bogus'.",
+        "Unknown field 'requester'.",
+    )
+
+
+def test_bind_sends_null_for_an_empty_nullable_required_field() -> None:
+    class Maybe(StrictForm):
+        limit: int | None
+
+    form = form_for(Maybe, "pydantic").bind({"input.limit": ""})
+
+    assert form.input == {"limit": None}
+
+
+def test_bind_checks_nested_json_against_the_type() -> None:
+    form = form_for(ui.Order, "pydantic").bind(
+        {"input.name": "n", "input.count": "1", "input.tags": "[1, 2]"}
+    )
+
+    errors = {row.field.key: row.errors for row in form.rows}
+    assert errors["tags"] == (
+        "0: Input should be a valid string",
+        "1: Input should be a valid string",
+    )
+
+
+def test_bind_runs_a_pydantic_schemas_own_validators() -> None:
+    form = form_for(ui.Order, "pydantic").bind(
+        {"input.name": "n", "input.count": "11", "input.express": "true"}
+    )
+
+    assert form.input is None
+    assert form.form_errors == ("express orders hold at most 10 items",)
+
+
+def test_bind_maps_choices_back_to_their_values() -> None:
+    form = form_for(ui.Order, "pydantic").bind(
+        {
+            "input.name": "n",
+            "input.count": "2",
+            "input.color": "blue",
+            "input.mode": "slow",
+        }
+    )
+
+    assert form.input == {
+        "name": "n",
+        "count": 2,
+        "color": "blue",
+        "mode": "slow",
+        "express": False,
+    }
+
+
+def test_bind_raw_json_must_be_an_object_with_known_keys() -> None:
+    form = form_for(ui.Typed, "typeddict")
+
+    assert form.bind({"input": "[1]"}).raw_errors == (
+        "The input must be a JSON object: {...}.",
+    )
+    assert form.bind({"input": "{"}).raw_errors[0].startswith("Not valid JSON")
+    assert form.bind({"input": '{"nope": 1}'}).raw_errors == (
+        "Unknown key 'nope'; the input schema has: title, level, urgent, note, "
+        "flagged, limit, extra.",
+    )
+    assert form.bind({"input": '{"title": "t"}'}).input == {"title": "t"}
+
+
+def test_bind_message_becomes_a_user_message() -> None:
+    form = form_for(MessagesState, "typeddict").bind({"input.messages": "Hello?"})
+
+    assert form.input == {"messages": [{"role": "user", "content": "Hello?"}]}
+
+
+# -- the endpoint ----------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _graphs() -> Any:
+    with override_settings(STUDIO_GRAPHS=GRAPHS):
+        yield
+
+
+@pytest.fixture
+def ada(db: None) -> User:
+    return User.objects.create_user("ada", password="pw")
+
+
+@pytest.fixture
+def signed_in(client: Client, ada: User) -> Client:
+    client.force_login(ada)
+    return client
+
+
+PURCHASE = {
+    "input.request_id": "R-1",
+    "input.approval_version": "1",
+    "input.amount_minor": "120000",
+    "input.vendor": "Acme",
+}
+
+
+def test_graph_page_renders_the_generated_form(signed_in: Client) -> None:
+    html = signed_in.get("/graphs/purchase/").content.decode()
+
+    assert (
+        '<form class="run-form__fields" method="post" action="/graphs/purchase/runs/"'
+        in html
+    )
+    assert (
+        'hx-post="/graphs/purchase/runs/" hx-target="#run-form" hx-swap="outerHTML"'
+        in html
+    )
+    assert (
+        '<input type="number" id="input-amount_minor" name="input.amount_minor" value="" step="1">'
+        in html
+    )
+    assert '<textarea id="input-items" name="input.items"' in html
+    assert '<textarea id="run-input-json" name="input"' in html
+    assert html.count('name="csrfmiddlewaretoken"') >= 2
+
+
+def test_tool_agent_gets_a_single_message_box(signed_in: Client) -> None:
+    html = signed_in.get("/graphs/tool_agent/").content.decode()
+
+    assert (
+        '<textarea id="input-messages" name="input.messages" rows="3" required' in html
+    )
+    assert "Message" in html
+
+
+def test_valid_post_queues_one_run_for_the_user_and_redirects(
+    signed_in: Client, ada: User
+) -> None:
+    response = signed_in.post("/graphs/purchase/runs/", PURCHASE)
+
+    run = Run.objects.get()
+    assert response.status_code == 303
+    assert response.headers["Location"] == f"/threads/{run.thread_id}/"
+    assert run.graph == "purchase"
+    assert run.created_by == ada
+    assert run.thread.owner == ada
+    assert run.status == Run.Status.PENDING
+    assert run.input == {
+        "request_id": "R-1",
+        "approval_version": 1,
+        "amount_minor": 120000,
+        "vendor": "Acme",
+    }
+
+
+def test_htmx_post_redirects_with_hx_redirect(signed_in: Client) -> None:
+    response = signed_in.post(
+        "/graphs/purchase/runs/", PURCHASE, HTTP_HX_REQUEST="true"
+    )
+
+    run = Run.objects.get()
+    assert response.status_code == 200
+    assert response.headers["HX-Redirect"] == f"/threads/{run.thread_id}/"
+
+
+def test_message_box_queues_a_messages_input(signed_in: Client) -> None:
+    signed_in.post("/graphs/tool_agent/runs/", {"input.messages": "What is A-1001?"})
+
+    assert Run.objects.get().input == {
+        "messages": [{"role": "user", "content": "What is A-1001?"}]
+    }
+
+
+def test_raw_json_post_queues_that_input(signed_in: Client) -> None:
+    payload = {"request_id": "R-2", "approval_version": 1, "amount_minor": 5}
+
+    response = signed_in.post("/graphs/purchase/runs/", {"input": json.dumps(payload)})
+
+    assert response.status_code == 303
+    assert Run.objects.get().input == payload
+
+
+def test_invalid_post_is_422_with_the_page_and_errors_and_queues_nothing(
+    signed_in: Client,
+) -> None:
+    response = signed_in.post(
+        "/graphs/purchase/runs/", {**PURCHASE, "input.amount_minor": "abc"}
+    )
+
+    assert response.status_code == 422
+    html = response.content.decode()
+    assert "<html" in html  # without JS: the whole page, the form filled in
+    assert '<figure id="graph-svg"' in html
+    assert 'value="abc"' in html
+    assert re.search(
+        r'id="input-amount_minor" name="input.amount_minor" value="abc" step="1" '
+        r'aria-invalid="true" aria-describedby="input-amount_minor-errors">',
+        html,
+    )
+    assert (
+        '<div class="field__errors" id="input-amount_minor-errors"><p>Input should be a '
+        "valid integer, unable to parse string as an integer</p></div>"
+    ) in html
+    assert Run.objects.count() == 0
+    assert Thread.objects.count() == 0
+
+
+def test_invalid_htmx_post_is_the_form_partial(signed_in: Client) -> None:
+    response = signed_in.post(
+        "/graphs/purchase/runs/",
+        {**PURCHASE, "input.items": '[{"sku": 1'},
+        HTTP_HX_REQUEST="true",
+    )
+
+    assert response.status_code == 422
+    html = response.content.decode().strip()
+    assert html.startswith('<div id="run-form" class="run-form">')
+    assert "<html" not in html
+    assert "Invalid JSON" in html
+    assert "HX-Retarget" not in response.headers  # swapped into the form, not #flash
+    assert Run.objects.count() == 0
+
+
+def test_invalid_raw_json_opens_the_json_box_with_its_error(signed_in: Client) -> None:
+    response = signed_in.post(
+        "/graphs/purchase/runs/",
+        {"input": '{"requester": "mallory"}'},
+        HTTP_HX_REQUEST="true",
+    )
+
+    assert response.status_code == 422
+    html = response.content.decode()
+    assert '<details class="raw-json" open>' in html
+    assert "Unknown key &#x27;requester&#x27;" in html
+    assert "{&quot;requester&quot;: &quot;mallory&quot;}</textarea>" in html
+    assert Run.objects.count() == 0
+
+
+def test_posted_values_are_echoed_as_text(signed_in: Client) -> None:
+    response = signed_in.post(
+        "/graphs/typed/runs/", {"input.title": '"><script>alert(1)</script>'}
+    )
+
+    html = response.content.decode()
+    assert response.status_code == 422
+    assert "<script>alert(1)" not in html
+    assert 'value="&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"' in html
+
+
+def test_start_run_needs_post(signed_in: Client) -> None:
+    assert signed_in.get("/graphs/purchase/runs/").status_code == 405
+
+
+def test_start_run_on_unknown_graph_is_404_and_queues_nothing(
+    signed_in: Client,
+) -> None:
+    response = signed_in.post("/graphs/nope/runs/", {"input": "{}"})
+
+    assert response.status_code == 404
+    assert Run.objects.count() == 0
+
+
+def test_start_run_on_broken_graph_is_503(signed_in: Client) -> None:
+    assert signed_in.post("/graphs/broken/runs/", {"input": "{}"}).status_code == 503
+
+
+def test_start_run_requires_the_csrf_token(ada: User) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(ada)
+
+    refused = client.post("/graphs/purchase/runs/", PURCHASE)
+    client.get("/graphs/purchase/")
+    token = client.cookies["csrftoken"].value
+    accepted = client.post(
+        "/graphs/purchase/runs/",
+        PURCHASE,
+        HTTP_X_CSRFTOKEN=token,
+        HTTP_HX_REQUEST="true",
+    )
+
+    assert refused.status_code == 403
+    assert accepted.status_code == 200
+    assert Run.objects.count() == 1
+
+
+class Opaque:
+    """A type pydantic cannot check."""
+
+
+class WithOpaque(TypedDict):
+    thing: Opaque
+
+
+def test_a_type_pydantic_cannot_check_is_any_json() -> None:
+    (field,) = input_fields(WithOpaque, "typeddict")
+    form = form_for(WithOpaque, "typeddict")
+
+    assert field.widget == "json"
+    assert form.bind({"input.thing": '{"any": ["json"]}'}).input == {
+        "thing": {"any": ["json"]}
+    }
+    assert form.bind({"input.thing": "nope"}).input is None
