@@ -15,7 +15,15 @@ from typing import Any, NamedTuple
 from engine.checkpoint.serde.base import SerializerProtocol
 from engine.errors import SerializationError
 
-__all__ = ("MAX_CHAIN", "BlobRecord", "decode_chain", "encode_blob")
+__all__ = (
+    "MAX_CHAIN",
+    "BlobRecord",
+    "decode_blobs",
+    "decode_chain",
+    "dumps_structure",
+    "encode_blob",
+    "load_stored",
+)
 
 MAX_CHAIN = 64
 """Deltas allowed on top of a full value before a full value is stored again."""
@@ -77,37 +85,71 @@ def encode_blob(
     return BlobRecord("full", tag, payload, None, None, 0, 0, len(payload))
 
 
+def dumps_structure(serde: SerializerProtocol, value: Any) -> tuple[str, bytes]:
+    """Serialize a checkpoint's own structure (ids, versions: plain JSON values),
+    skipping the serializer's type walk when it offers ``dumps_typed_plain``."""
+    plain = getattr(serde, "dumps_typed_plain", None)
+    if plain is not None:
+        result: tuple[str, bytes] = plain(value)
+        return result
+    return serde.dumps_typed(value)
+
+
+def load_stored(serde: SerializerProtocol, typed: tuple[str, bytes], what: str) -> Any:
+    """Deserialize one stored ``(type, payload)``; any failure is a SerializationError.
+
+    Refusals by the serializer (pickle, a class that is not allowed) pass through
+    unchanged; anything else (truncated or corrupt JSON...) is reported as corrupt
+    data, naming ``what`` was being read.
+    """
+    try:
+        return serde.loads_typed(typed)
+    except SerializationError:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+        raise SerializationError(
+            f"Stored {what} is corrupt and cannot be read "
+            f"(type {typed[0]!r}, {len(typed[1])} bytes): {exc}"
+        ) from exc
+
+
 def decode_chain(
     serde: SerializerProtocol,
     version: str,
     lookup: Callable[[str], BlobRecord | None],
+    what: str = "channel value",
 ) -> Any:
     """The value at ``version``, following delta records back to a full one."""
     deltas: list[BlobRecord] = []
     current: str | None = version
+    value: Any = None
     while current is not None:
         record = lookup(current)
         if record is None:
             raise SerializationError(
-                f"Stored channel value at version {current!r} is missing (corrupt checkpoint data)"
+                f"Stored {what} at version {current!r} is missing "
+                "(corrupt checkpoint data)"
             )
         if record.kind == "delta":
             deltas.append(record)
+            if len(deltas) > MAX_CHAIN + 1:
+                raise SerializationError(
+                    f"Stored {what} has a corrupt (cyclic) delta chain"
+                )
             current = record.base_version
             continue
-        if record.kind == "empty":
-            value: Any = None
-        else:
-            value = serde.loads_typed((record.type_tag, record.payload))
+        if record.kind != "empty":
+            value = load_stored(serde, (record.type_tag, record.payload), what)
         break
-    else:  # pragma: no cover - loop exits by break
-        value = None
-    for record in reversed(deltas):
+    if deltas:
         if not isinstance(value, list):
-            raise SerializationError("Corrupt delta chain: base value is not a list")
-        start = record.start or 0
-        items = serde.loads_typed((record.type_tag, record.payload))
-        value = value[:start] + list(items)
+            raise SerializationError(
+                f"Stored {what} has a corrupt delta chain: its base is not a list"
+            )
+        for record in reversed(deltas):
+            items = load_stored(serde, (record.type_tag, record.payload), what)
+            del value[record.start or 0 :]
+            value.extend(items)
     return value
 
 
@@ -120,16 +162,33 @@ def _bind(
     return one
 
 
+_SHAREABLE = frozenset({int, float, str, bool, type(None), bytes})
+"""Decoded types that are immutable, so one decoded object may serve many reads."""
+
+
 def decode_blobs(
     serde: SerializerProtocol,
     versions: Mapping[str, Any],
     lookup: Callable[[str, str], BlobRecord | None],
+    shared: dict[int, Any] | None = None,
 ) -> dict[str, Any]:
-    """Channel values of a checkpoint: every channel with a stored, non-empty value."""
+    """Channel values of a checkpoint: every channel with a stored, non-empty value.
+
+    ``shared`` (optional, keyed by record identity) remembers immutable decoded
+    values, so reading many checkpoints that share a version decodes it once.
+    """
     values: dict[str, Any] = {}
     for channel, version in versions.items():
         record = lookup(channel, str(version))
         if record is None or record.kind == "empty":
             continue
-        values[channel] = decode_chain(serde, str(version), _bind(lookup, channel))
+        if shared is not None and id(record) in shared:
+            values[channel] = shared[id(record)]
+            continue
+        value = decode_chain(
+            serde, str(version), _bind(lookup, channel), f"value of channel {channel!r}"
+        )
+        if shared is not None and type(value) in _SHAREABLE:
+            shared[id(record)] = value
+        values[channel] = value
     return values

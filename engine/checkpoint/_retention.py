@@ -3,14 +3,19 @@
 Per namespace, it keeps every branch head (the latest checkpoint of each fork),
 every fork point (a checkpoint with several children) and every checkpoint with
 an open interrupt; kept checkpoints are re-parented to their nearest kept
-ancestor, so the tree of branches can still be drawn.
+ancestor, so the tree of branches can still be drawn. Afterwards only the
+channel values that kept checkpoints read (delta bases included) stay stored.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-__all__ = ("plan_prune",)
+from engine._internal._constants import ERROR, INTERRUPT, NO_WRITES, RESUME
+
+__all__ = ("BlobKey", "live_blob_keys", "open_interrupts", "plan_prune")
+
+_SPECIAL = frozenset({ERROR, INTERRUPT, RESUME, NO_WRITES})
 
 
 def plan_prune(
@@ -40,3 +45,47 @@ def plan_prune(
         if ancestor != original:
             reparent[cid] = ancestor
     return keep, reparent
+
+
+def open_interrupts(writes: Iterable[tuple[str, str, str]]) -> set[str]:
+    """Checkpoint ids with an interrupt that no later write of its task answered.
+
+    Args:
+        writes: ``(checkpoint_id, task_id, channel)`` of the pending writes of one
+            namespace. A task that wrote ``__interrupt__`` and no regular write
+            (nor ``__no_writes__``) is still waiting for its resume value.
+    """
+    interrupted: dict[str, set[str]] = {}
+    finished: dict[str, set[str]] = {}
+    for checkpoint_id, task_id, channel in writes:
+        if channel == INTERRUPT:
+            interrupted.setdefault(checkpoint_id, set()).add(task_id)
+        elif channel not in _SPECIAL or channel == NO_WRITES:
+            finished.setdefault(checkpoint_id, set()).add(task_id)
+    return {
+        cid for cid, tasks in interrupted.items() if tasks - finished.get(cid, set())
+    }
+
+
+BlobKey = tuple[str, str, str]
+"""(checkpoint_ns, channel, version) of one stored channel value in a thread."""
+
+
+def live_blob_keys(
+    wanted: Iterable[BlobKey], base_of: Mapping[BlobKey, str | None]
+) -> set[BlobKey]:
+    """The stored values that kept checkpoints still read, delta bases included.
+
+    Args:
+        wanted: the (namespace, channel, version) each kept checkpoint names.
+        base_of: every stored value of the thread -> the version it is a delta
+            on (None for full and empty values).
+    """
+    live: set[BlobKey] = set()
+    for key in wanted:
+        current: BlobKey | None = key
+        while current is not None and current in base_of and current not in live:
+            live.add(current)
+            base = base_of[current]
+            current = (current[0], current[1], base) if base is not None else None
+    return live

@@ -20,7 +20,13 @@ from engine._internal._constants import (
     CONFIG_KEY_THREAD_ID,
 )
 from engine._internal._typing import RunnableConfig
-from engine.checkpoint._blobs import BlobRecord, decode_blobs, encode_blob, load_stored
+from engine.checkpoint._blobs import (
+    BlobRecord,
+    decode_blobs,
+    dumps_structure,
+    encode_blob,
+    load_stored,
+)
 from engine.checkpoint._retention import live_blob_keys, open_interrupts, plan_prune
 from engine.checkpoint.base import (
     EXPECTED_HEAD,
@@ -43,11 +49,6 @@ from engine.checkpoint.serde.base import SerializerProtocol
 __all__ = ("InMemorySaver", "MemorySaver")
 
 _Row = tuple[tuple[str, bytes], tuple[str, bytes], str | None]
-
-
-def _dumps_structure(serde: SerializerProtocol, value: Any) -> tuple[str, bytes]:
-    plain = getattr(serde, "dumps_typed_plain", None)
-    return plain(value) if plain is not None else serde.dumps_typed(value)
 
 
 class InMemorySaver(BaseCheckpointSaver):
@@ -237,7 +238,7 @@ class InMemorySaver(BaseCheckpointSaver):
             else:
                 blobs[key] = BlobRecord("empty", "empty", b"")
         row: _Row = (
-            _dumps_structure(self.serde, stored),
+            dumps_structure(self.serde, stored),
             self.serde.dumps_typed(dict(metadata)),
             conf.get(CONFIG_KEY_CHECKPOINT_ID),
         )

@@ -19,12 +19,17 @@ Pure: no I/O here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ("SqlDialect", "Stmt")
+__all__ = ("Batch", "Op", "Rows", "SqlDialect", "Stmt")
+
+T = TypeVar("T")
+
+Rows = list[tuple[Any, ...]]
+"""What a driver sends back for a ``fetch`` statement."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +44,20 @@ class Stmt:
     """Run ``sql`` once per parameter tuple (``executemany``); ``params`` unused."""
 
 
+Batch = tuple[Stmt, ...]
+"""Statements that do not depend on each other's rows; a driver may send them in
+one round trip (Postgres pipeline mode). Their results come back as a list."""
+
+Op = Generator[Stmt | Batch, Any, T]
+"""A saver operation: yields statements (or batches), receives their rows,
+returns a result.
+
+Drivers run one operation in one transaction. Everything an operation computes
+before its first ``yield`` (serializing values) runs before the transaction
+opens, so locks are held only for the statements themselves.
+"""
+
+
 _COLS_BLOB = (
     "thread_id, checkpoint_ns, channel, version, kind, type, blob, base_version, "
     "delta_start, chain_len, chain_bytes, root_bytes"
@@ -47,9 +66,18 @@ _COLS_CHECKPOINT = (
     "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
     "checkpoint_type, checkpoint, metadata_type, metadata"
 )
+_SELECT_CHECKPOINT = (
+    "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, {payloads}"
+)
 _NOT_EXPIRED = (
     "NOT EXISTS (SELECT 1 FROM engine_checkpoint_ttl x "
     "WHERE x.thread_id = c.thread_id AND x.expires_at <= %s)"
+)
+# For one named thread: a condition on parameters only, checked once, so the
+# planner still walks the primary key backwards and stops at the first row.
+_THREAD_NOT_EXPIRED = (
+    "NOT EXISTS (SELECT 1 FROM engine_checkpoint_ttl x "
+    "WHERE x.thread_id = %s AND x.expires_at <= %s)"
 )
 
 _TEMPLATES: dict[str, str] = {
@@ -96,17 +124,18 @@ _TEMPLATES: dict[str, str] = {
     ),
     "delete_ttl": "DELETE FROM engine_checkpoint_ttl WHERE thread_id = %s",
     "get_latest": (
-        f"SELECT {_COLS_CHECKPOINT} FROM engine_checkpoints c "
-        f"WHERE thread_id = %s AND checkpoint_ns = %s AND {_NOT_EXPIRED} "
+        f"SELECT {_SELECT_CHECKPOINT} FROM engine_checkpoints c "
+        f"WHERE thread_id = %s AND checkpoint_ns = %s AND {_THREAD_NOT_EXPIRED} "
         "ORDER BY checkpoint_id DESC LIMIT 1"
     ),
     "get_by_id": (
-        f"SELECT {_COLS_CHECKPOINT} FROM engine_checkpoints c "
+        f"SELECT {_SELECT_CHECKPOINT} FROM engine_checkpoints c "
         "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s "
-        f"AND {_NOT_EXPIRED}"
+        f"AND {_THREAD_NOT_EXPIRED}"
     ),
-    "list_select": f"SELECT {_COLS_CHECKPOINT} FROM engine_checkpoints c",
+    "list_select": f"SELECT {_SELECT_CHECKPOINT} FROM engine_checkpoints c",
     "not_expired": _NOT_EXPIRED,
+    "thread_not_expired": _THREAD_NOT_EXPIRED,
     # The wanted versions and, recursively, the bases of those that are deltas;
     # keys first (small rows), payloads joined once at the end.
     "blobs_for_keys": (
@@ -163,8 +192,7 @@ _TEMPLATES: dict[str, str] = {
         "FROM engine_checkpoint_writes WHERE thread_id = %s"
     ),
     "thread_checkpoints": (
-        "SELECT checkpoint_ns, checkpoint_type, checkpoint "
-        "FROM engine_checkpoints WHERE thread_id = %s"
+        "SELECT checkpoint_ns, {payloads} FROM engine_checkpoints WHERE thread_id = %s"
     ),
     "thread_blob_keys": (
         "SELECT checkpoint_ns, channel, version, kind, base_version "
@@ -217,10 +245,18 @@ class SqlDialect:
     """A query yielding rows of 4 text columns from one parameter."""
     length: str = "length"
     """The byte-length function for payload columns."""
+    payloads: str = "checkpoint_type, checkpoint, metadata_type, metadata"
+    """Select list giving a checkpoint row's (type, payload bytes) of the checkpoint
+    and of its metadata, in that order."""
     lock_thread: str | None = None
-    """A statement taking (thread_id, checkpoint_ns) that serializes the writers of
-    one thread inside the current transaction, or None when the transaction
-    itself already does (SQLite's ``BEGIN IMMEDIATE``)."""
+    """A statement taking (thread_id,) that serializes, until the transaction ends,
+    every writer and every retention operation of that thread; None when the
+    transaction itself already does (SQLite's ``BEGIN IMMEDIATE``)."""
+    expect_head: str | None = None
+    """A statement taking (thread_id, checkpoint_ns, expected_head) that takes the
+    thread lock and fails the transaction unless the newest checkpoint is the
+    expected one (the driver turns that failure into CheckpointConflictError).
+    None: the head is fetched and compared in Python."""
     overrides: Mapping[str, str] = field(default_factory=dict)
     """Statements this dialect writes differently, by template name."""
     sql: dict[str, str] = field(default_factory=dict, init=False)
@@ -231,6 +267,7 @@ class SqlDialect:
             text = template.replace("{keys3}", self.keys3)
             text = text.replace("{keys4}", self.keys4)
             text = text.replace("{length}", self.length)
+            text = text.replace("{payloads}", self.payloads)
             if self.placeholder != "%s":
                 text = text.replace("%s", self.placeholder)
             rendered[name] = text
@@ -256,8 +293,9 @@ class SqlDialect:
         return row
 
     def metadata_filter(
-        self, encoded: tuple[str, bytes] | None
+        self, wanted: Mapping[str, str]
     ) -> tuple[str, tuple[Any, ...]] | None:
-        """A SQL condition pre-filtering ``list()`` by metadata (a superset of the
-        matches; rows are re-checked in Python), or None to filter in Python only."""
+        """A SQL condition pre-filtering ``list()`` on metadata keys with string
+        values. It must keep every row that matches (rows are re-checked in
+        Python); None filters in Python only."""
         return None

@@ -1,0 +1,241 @@
+"""Read operations of the SQL savers: get_tuple, one page of list(), stored_bytes.
+
+A checkpoint is read in three statements whatever its size: its row, then, in
+one batch, every channel value it names (delta chains followed by a recursive
+query) and its pending writes. ``list()`` reads a page of checkpoints the same
+way, still three statements per page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from engine._internal._constants import (
+    CONFIG_KEY_CHECKPOINT_ID,
+    CONFIG_KEY_CHECKPOINT_NS,
+    CONFIG_KEY_THREAD_ID,
+)
+from engine._internal._typing import RunnableConfig
+from engine.checkpoint._blobs import BlobRecord, decode_blobs, load_stored
+from engine.checkpoint._sqlcore.dialect import Op, Rows, SqlDialect, Stmt
+from engine.checkpoint.base import (
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    config_for,
+    metadata_matches,
+    require_thread_id,
+)
+from engine.checkpoint.serde.base import SerializerProtocol
+
+__all__ = ("PAGE_SIZE", "ListCursor", "get_tuple", "list_page", "stored_bytes")
+
+PAGE_SIZE = 100
+"""Checkpoints read per statement by ``list()``; pages are fetched as needed."""
+
+ListCursor = tuple[str, str, str]
+"""(checkpoint_id, thread_id, checkpoint_ns) of the last row of a page."""
+
+_BlobKey = tuple[str, str, str, str]
+_CheckpointKey = tuple[str, str, str]
+
+
+def get_tuple(
+    d: SqlDialect, serde: SerializerProtocol, config: RunnableConfig, now: datetime
+) -> Op[CheckpointTuple | None]:
+    """The checkpoint ``config`` addresses (the newest when it names no id)."""
+    conf = config.get("configurable", {})
+    thread_id = require_thread_id(config)
+    ns = conf.get(CONFIG_KEY_CHECKPOINT_NS) or ""
+    checkpoint_id = conf.get(CONFIG_KEY_CHECKPOINT_ID)
+    rows: Rows
+    if checkpoint_id is None:
+        params: tuple[Any, ...] = (thread_id, ns, thread_id, d.timestamp(now))
+        rows = yield Stmt(d["get_latest"], params, fetch=True)
+    else:
+        params = (thread_id, ns, str(checkpoint_id), thread_id, d.timestamp(now))
+        rows = yield Stmt(d["get_by_id"], params, fetch=True)
+    if not rows:
+        return None
+    loaded = yield from load_tuples(d, serde, rows)
+    return loaded[0]
+
+
+def list_page(
+    d: SqlDialect,
+    serde: SerializerProtocol,
+    config: RunnableConfig | None,
+    *,
+    filter: dict[str, Any] | None,
+    before: RunnableConfig | None,
+    limit: int | None,
+    cursor: ListCursor | None,
+    now: datetime,
+) -> Op[tuple[list[CheckpointTuple], ListCursor | None]]:
+    """One page of ``list()``, newest first, and the cursor of the next page.
+
+    ``limit`` is how many matches the caller still wants. The next cursor is
+    None when no rows are left.
+    """
+    conf = (config or {}).get("configurable", {})
+    ph = d.placeholder
+    where: list[str] = []
+    params: list[Any] = []
+    if (thread_id := conf.get(CONFIG_KEY_THREAD_ID)) is not None:
+        where += [f"c.thread_id = {ph}", d["thread_not_expired"]]
+        params += [str(thread_id), str(thread_id), d.timestamp(now)]
+    else:
+        where.append(d["not_expired"])
+        params.append(d.timestamp(now))
+    if (ns := conf.get(CONFIG_KEY_CHECKPOINT_NS)) is not None:
+        where.append(f"c.checkpoint_ns = {ph}")
+        params.append(ns)
+    if (checkpoint_id := conf.get(CONFIG_KEY_CHECKPOINT_ID)) is not None:
+        where.append(f"c.checkpoint_id = {ph}")
+        params.append(str(checkpoint_id))
+    before_id = (before or {}).get("configurable", {}).get(CONFIG_KEY_CHECKPOINT_ID)
+    if before_id is not None:
+        where.append(f"c.checkpoint_id < {ph}")
+        params.append(str(before_id))
+    if cursor is not None:
+        # The first condition lets the index range-scan; the row comparison
+        # breaks ties between threads and namespaces sharing an id.
+        where.append(
+            f"c.checkpoint_id <= {ph} AND "
+            f"(c.checkpoint_id, c.thread_id, c.checkpoint_ns) < ({ph}, {ph}, {ph})"
+        )
+        params.extend((cursor[0], *cursor))
+    if filter and (prefilter := d.metadata_filter(_string_keys(filter))) is not None:
+        where.append(prefilter[0])
+        params.extend(prefilter[1])
+    size = PAGE_SIZE if limit is None else max(1, min(limit, PAGE_SIZE))
+    sql = (
+        f"{d['list_select']} WHERE {' AND '.join(where)} "
+        "ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC "
+        f"LIMIT {ph}"
+    )
+    rows: Rows = yield Stmt(sql, (*params, size), fetch=True)
+    next_cursor: ListCursor | None = (
+        (rows[-1][2], rows[-1][0], rows[-1][1]) if len(rows) == size else None
+    )
+    metadata = [_metadata(serde, row) for row in rows]
+    if filter:
+        kept = [i for i, meta in enumerate(metadata) if metadata_matches(meta, filter)]
+        rows = [rows[i] for i in kept]
+        metadata = [metadata[i] for i in kept]
+    if limit is not None:
+        rows, metadata = rows[:limit], metadata[:limit]
+    if not rows:
+        return [], next_cursor
+    loaded = yield from load_tuples(d, serde, rows, metadata)
+    return loaded, next_cursor
+
+
+def stored_bytes(d: SqlDialect, thread_id: str) -> Op[int]:
+    """Bytes of serialized payloads stored for a thread (see BaseCheckpointSaver)."""
+    rows: Rows = yield Stmt(d["stored_bytes"], (thread_id,) * 3, fetch=True)
+    return sum(int(part) for part in rows[0])
+
+
+# -- rows -> tuples ----------------------------------------------------------------
+
+
+def load_tuples(
+    d: SqlDialect,
+    serde: SerializerProtocol,
+    rows: Rows,
+    metadata: Sequence[CheckpointMetadata] | None = None,
+) -> Op[list[CheckpointTuple]]:
+    """Checkpoint rows (``_SELECT_CHECKPOINT``) -> full tuples, in one batch of
+    two statements: the channel values, the pending writes."""
+    checkpoints: list[Checkpoint] = []
+    blob_keys: set[_BlobKey] = set()
+    for row in rows:
+        thread_id, ns, checkpoint_id = row[0], row[1], row[2]
+        checkpoint: Checkpoint = load_stored(
+            serde, (row[4], bytes(row[5])), _where(thread_id, checkpoint_id)
+        )
+        checkpoints.append(checkpoint)
+        for channel, version in checkpoint["channel_versions"].items():
+            blob_keys.add((thread_id, ns, channel, str(version)))
+    checkpoint_keys = sorted({(row[0], row[1], row[2]) for row in rows})
+    writes_stmt = Stmt(
+        d["writes_for_checkpoints"], d.keys_param(checkpoint_keys, 3), fetch=True
+    )
+    blob_rows: Rows = []
+    write_rows: Rows
+    if blob_keys:
+        blobs_stmt = Stmt(
+            d["blobs_for_keys"], d.keys_param(sorted(blob_keys), 4), fetch=True
+        )
+        blob_rows, write_rows = yield (blobs_stmt, writes_stmt)
+    else:
+        write_rows = yield writes_stmt
+    blobs: dict[_BlobKey, BlobRecord] = {
+        (b[0], b[1], b[2], b[3]): BlobRecord(
+            b[4], b[5], bytes(b[6]), b[7], b[8], b[9], b[10], b[11]
+        )
+        for b in blob_rows
+    }
+    pending: dict[_CheckpointKey, list[PendingWrite]] = {}
+    for w in write_rows:
+        key = (w[0], w[1], w[2])
+        value = load_stored(
+            serde, (w[5], bytes(w[6])), f"write of {_where(w[0], w[2])}"
+        )
+        pending.setdefault(key, []).append((w[3], w[4], value))
+    result: list[CheckpointTuple] = []
+    shared: dict[int, Any] = {}  # blobs outlive the loop: record ids stay unique
+    for i, (row, checkpoint) in enumerate(zip(rows, checkpoints, strict=True)):
+        thread_id, ns, checkpoint_id, parent_id = row[0], row[1], row[2], row[3]
+        checkpoint["channel_values"] = decode_blobs(
+            serde, checkpoint["channel_versions"], _lookup(blobs, thread_id, ns), shared
+        )
+        meta = metadata[i] if metadata is not None else _metadata(serde, row)
+        result.append(
+            CheckpointTuple(
+                config=config_for(thread_id, ns, checkpoint_id),
+                checkpoint=checkpoint,
+                metadata=meta,
+                parent_config=(
+                    config_for(thread_id, ns, parent_id) if parent_id else None
+                ),
+                pending_writes=pending.get((thread_id, ns, checkpoint_id), []),
+            )
+        )
+    return result
+
+
+def _lookup(
+    blobs: dict[_BlobKey, BlobRecord], thread_id: str, ns: str
+) -> Callable[[str, str], BlobRecord | None]:
+    def lookup(channel: str, version: str) -> BlobRecord | None:
+        return blobs.get((thread_id, ns, channel, version))
+
+    return lookup
+
+
+def _metadata(serde: SerializerProtocol, row: tuple[Any, ...]) -> CheckpointMetadata:
+    where = f"metadata of {_where(row[0], row[2])}"
+    metadata: CheckpointMetadata = load_stored(serde, (row[6], bytes(row[7])), where)
+    return metadata
+
+
+def _where(thread_id: str, checkpoint_id: str) -> str:
+    return f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
+
+
+def _string_keys(filter: dict[str, Any]) -> dict[str, str]:
+    """The part of a filter SQL may pre-apply: keys whose wanted value is a string
+    (equal, in Python, only to an equal string). ``None`` (which also matches a
+    missing key), numbers (``1 == True``), containers and strings holding NUL (no
+    SQL text can) are left to the exact check in Python, so a SQL pre-filter never
+    drops a real match."""
+    return {
+        key: value
+        for key, value in filter.items()
+        if type(value) is str and "\x00" not in value and "\x00" not in key
+    }

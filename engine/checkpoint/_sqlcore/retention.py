@@ -1,0 +1,122 @@
+"""Retention operations of the SQL savers: delete, copy, prune, TTL and sweep.
+
+What to keep is decided by the pure planners in ``engine.checkpoint._retention``
+(shared with InMemorySaver); these operations only read the thread's shape and
+apply the plan, each in one transaction.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from engine.checkpoint._blobs import load_stored
+from engine.checkpoint._retention import (
+    BlobKey,
+    live_blob_keys,
+    open_interrupts,
+    plan_prune,
+)
+from engine.checkpoint._sqlcore.dialect import Op, Rows, SqlDialect, Stmt
+from engine.checkpoint.serde.base import SerializerProtocol
+
+__all__ = ("copy_thread", "delete_thread", "prune_thread", "set_ttl", "sweep_expired")
+
+
+def _lock(d: SqlDialect, thread_id: str) -> Op[None]:
+    """Wait for the thread's writers (a fenced put cannot interleave with us)."""
+    if d.lock_thread is not None:
+        yield Stmt(d.lock_thread, (thread_id,))
+
+
+def delete_thread(d: SqlDialect, thread_id: str) -> Op[None]:
+    """Every checkpoint, value, write and deadline of a thread."""
+    yield from _lock(d, thread_id)
+    for name in ("delete_writes", "delete_blobs", "delete_checkpoints", "delete_ttl"):
+        yield Stmt(d[name], (thread_id,))
+
+
+def copy_thread(d: SqlDialect, source: str, target: str) -> Op[None]:
+    """A thread's full history under a new id (its deadline is not copied)."""
+    for thread_id in sorted({source, target}):  # one order: no deadlock
+        yield from _lock(d, thread_id)
+    rows: Rows = yield Stmt(d["thread_exists"], (target,), fetch=True)
+    if rows:
+        raise ValueError(f"Cannot copy into thread {target!r}: it already exists")
+    rows = yield Stmt(d["thread_exists"], (source,), fetch=True)
+    if not rows:
+        raise ValueError(f"Cannot copy thread {source!r}: it does not exist")
+    for name in ("copy_checkpoints", "copy_blobs", "copy_writes"):
+        yield Stmt(d[name], (target, source))
+
+
+def prune_thread(d: SqlDialect, serde: SerializerProtocol, thread_id: str) -> Op[None]:
+    """``prune(strategy="keep_latest")`` for one thread (see ``plan_prune``)."""
+    yield from _lock(d, thread_id)
+    tree: Rows
+    channels: Rows
+    tree, channels = yield (
+        Stmt(d["thread_tree"], (thread_id,), fetch=True),
+        Stmt(d["thread_write_channels"], (thread_id,), fetch=True),
+    )
+    if not tree:
+        return
+    parents_by_ns: dict[str, dict[str, str | None]] = {}
+    for ns, checkpoint_id, parent_id in tree:
+        parents_by_ns.setdefault(ns, {})[checkpoint_id] = parent_id
+    drop: list[tuple[str, str, str]] = []
+    reparent: list[tuple[str | None, str, str, str]] = []
+    for ns, parents in parents_by_ns.items():
+        protected = open_interrupts((c, t, ch) for n, c, t, ch in channels if n == ns)
+        keep, moved = plan_prune(parents, protected)
+        drop.extend((thread_id, ns, cid) for cid in parents if cid not in keep)
+        reparent.extend((parent, thread_id, ns, cid) for cid, parent in moved.items())
+    if drop:
+        yield Stmt(d["delete_checkpoint_writes"], many=drop)
+        yield Stmt(d["delete_checkpoint"], many=drop)
+    if reparent:
+        yield Stmt(d["reparent"], many=reparent)
+    yield from _collect_blobs(d, serde, thread_id)
+
+
+def _collect_blobs(
+    d: SqlDialect, serde: SerializerProtocol, thread_id: str
+) -> Op[None]:
+    """Delete the stored values no remaining checkpoint of the thread reads."""
+    kept, stored = yield (
+        Stmt(d["thread_checkpoints"], (thread_id,), fetch=True),
+        Stmt(d["thread_blob_keys"], (thread_id,), fetch=True),
+    )
+    wanted: list[BlobKey] = []
+    for ns, type_tag, payload, *_metadata in kept:
+        checkpoint = load_stored(
+            serde, (type_tag, bytes(payload)), f"checkpoint of thread {thread_id!r}"
+        )
+        wanted.extend(
+            (ns, channel, str(version))
+            for channel, version in checkpoint["channel_versions"].items()
+        )
+    base_of: dict[BlobKey, str | None] = {
+        (ns, channel, version): base if kind == "delta" else None
+        for ns, channel, version, kind, base in stored
+    }
+    live = live_blob_keys(wanted, base_of)
+    dead = [(thread_id, *key) for key in base_of if key not in live]
+    if dead:
+        yield Stmt(d["delete_blob"], many=dead)
+
+
+def set_ttl(d: SqlDialect, thread_id: str, deadline: datetime | None) -> Op[None]:
+    """Set (or, with None, clear) a thread's expiry deadline."""
+    if deadline is None:
+        yield Stmt(d["delete_ttl"], (thread_id,))
+    else:
+        yield Stmt(d["upsert_ttl"], (thread_id, d.timestamp(deadline)))
+
+
+def sweep_expired(d: SqlDialect, now: datetime) -> Op[list[str]]:
+    """Delete the threads whose deadline has passed; their ids, sorted."""
+    rows: Rows = yield Stmt(d["expired_threads"], (d.timestamp(now),), fetch=True)
+    expired = sorted(str(row[0]) for row in rows)
+    for thread_id in expired:
+        yield from delete_thread(d, thread_id)
+    return expired

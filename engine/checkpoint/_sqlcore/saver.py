@@ -1,0 +1,391 @@
+"""SqlCheckpointSaver: the saver API of the SQL backends, over one driver method.
+
+Every public method builds an operation (see ``dialect.Op``) and hands it to
+``_run`` (sync) or ``_arun`` (async), which the backends implement with their
+connection: one operation, one transaction, one commit. ``drive`` and
+``adrive`` are the loops those drivers share.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, ClassVar, TypeVar
+
+from engine._internal._typing import RunnableConfig
+from engine.checkpoint._sqlcore import reads, retention, writes
+from engine.checkpoint._sqlcore.dialect import Batch, Op, Rows, SqlDialect, Stmt
+from engine.checkpoint._sqlcore.writes import TaskWrites
+from engine.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    PruneStrategy,
+    ttl_deadline,
+)
+from engine.checkpoint.serde.base import SerializerProtocol
+
+__all__ = ("SETUP_HINT", "SqlCheckpointSaver", "adrive", "drive", "run_each")
+
+SETUP_HINT = (
+    "The checkpoint tables do not exist in this database: call the saver's setup() "
+    "once (it creates them, and upgrades them after an engine upgrade)."
+)
+
+T = TypeVar("T")
+
+
+def drive(
+    op: Op[T],
+    execute: Callable[[Stmt | Batch], Any],
+    begin: Callable[[], None],
+    end: Callable[[bool], None],
+) -> T:
+    """Run ``op``: prepare it, ``begin()``, execute its statements, ``end(ok)``.
+
+    ``execute`` gets a statement (returns its rows, or None) or a batch (returns
+    the list of their results). ``end(True)`` commits, ``end(False)`` rolls back
+    (errors propagate after it). An operation that needs no statement never opens
+    a transaction.
+    """
+    try:
+        stmt = next(op)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    begin()
+    ok = False
+    try:
+        while True:
+            rows = execute(stmt)
+            try:
+                stmt = op.send(rows)
+            except StopIteration as done:
+                ok = True
+                result = done.value
+                return result
+    finally:
+        op.close()
+        end(ok)
+
+
+async def adrive(
+    op: Op[T],
+    execute: Callable[[Stmt | Batch], Awaitable[Any]],
+    begin: Callable[[], Awaitable[None]],
+    end: Callable[[bool], Awaitable[None]],
+) -> T:
+    """The async twin of :func:`drive`."""
+    try:
+        stmt = next(op)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    await begin()
+    ok = False
+    try:
+        while True:
+            rows = await execute(stmt)
+            try:
+                stmt = op.send(rows)
+            except StopIteration as done:
+                ok = True
+                result = done.value
+                return result
+    finally:
+        op.close()
+        await end(ok)
+
+
+def run_each(
+    execute: Callable[[Stmt], Rows | None], stmt: Stmt | Batch
+) -> Rows | None | builtins.list[Rows | None]:
+    """For drivers without batching: a batch is its statements one by one."""
+    if isinstance(stmt, Stmt):
+        return execute(stmt)
+    return [execute(one) for one in stmt]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class SqlCheckpointSaver(BaseCheckpointSaver):
+    """The checkpoint API on a SQL database; subclasses supply the driver.
+
+    Args:
+        serde: serializer (default: tagged JSON).
+        default_ttl: seconds after its last checkpoint when a thread expires
+            (None: never). Expired threads are invisible to reads at once and
+            deleted by :meth:`sweep_expired`.
+    """
+
+    dialect: ClassVar[SqlDialect]
+
+    def __init__(
+        self,
+        *,
+        serde: SerializerProtocol | None = None,
+        default_ttl: float | None = None,
+    ) -> None:
+        super().__init__(serde=serde)
+        self.default_ttl = default_ttl
+
+    # -- drivers -------------------------------------------------------------------
+
+    def _run(self, op: Op[T], *, write: bool) -> T:
+        """Run one operation in one transaction (``write``: it changes data)."""
+        raise NotImplementedError
+
+    async def _arun(self, op: Op[T], *, write: bool) -> T:
+        """Async driver; by default the sync one in a worker thread."""
+        return await asyncio.to_thread(self._run, op, write=write)
+
+    # -- reads -------------------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        op = reads.get_tuple(self.dialect, self.serde, config, _now())
+        return self._run(op, write=False)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first, read a page at a time (no connection is held
+        between pages, so a caller may stop iterating at any point)."""
+        remaining = limit
+        cursor: reads.ListCursor | None = None
+        while remaining is None or remaining > 0:
+            op = reads.list_page(
+                self.dialect,
+                self.serde,
+                config,
+                filter=filter,
+                before=before,
+                limit=remaining,
+                cursor=cursor,
+                now=_now(),
+            )
+            page, cursor = self._run(op, write=False)
+            yield from page
+            if remaining is not None:
+                remaining -= len(page)
+            if cursor is None:
+                return
+
+    def stored_bytes(self, thread_id: str) -> int:
+        return self._run(reads.stored_bytes(self.dialect, str(thread_id)), write=False)
+
+    # -- writes ------------------------------------------------------------------
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return self._run(
+            self._put(config, checkpoint, metadata, new_versions), write=True
+        )
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        op = _writes_op(self, config, writes, task_id, task_path)
+        self._run(op, write=True)
+
+    def put_step(
+        self,
+        config: RunnableConfig,
+        task_writes: Sequence[TaskWrites],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """A step's last task writes and the checkpoint after it, in one commit.
+
+        A fenced write that conflicts stores nothing, writes included.
+        """
+        op = self._put(config, checkpoint, metadata, new_versions, task_writes)
+        return self._run(op, write=True)
+
+    def _put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        task_writes: Sequence[TaskWrites] = (),
+    ) -> Op[RunnableConfig]:
+        return writes.put(
+            self.dialect,
+            self.serde,
+            config,
+            checkpoint,
+            metadata,
+            new_versions,
+            task_writes=task_writes,
+            default_ttl=self.default_ttl,
+        )
+
+    # -- retention ---------------------------------------------------------------
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._run(retention.delete_thread(self.dialect, str(thread_id)), write=True)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        op = retention.copy_thread(
+            self.dialect, str(source_thread_id), str(target_thread_id)
+        )
+        self._run(op, write=True)
+
+    def prune(
+        self, thread_ids: Sequence[str], *, strategy: PruneStrategy = "keep_latest"
+    ) -> None:
+        for op in self._prune_ops(thread_ids, strategy):
+            self._run(op, write=True)
+
+    def _prune_ops(
+        self, thread_ids: Sequence[str], strategy: str
+    ) -> builtins.list[Op[None]]:
+        if strategy not in ("keep_latest", "delete"):
+            raise ValueError(
+                f"Unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'"
+            )
+        if strategy == "delete":
+            return [retention.delete_thread(self.dialect, str(t)) for t in thread_ids]
+        return [
+            retention.prune_thread(self.dialect, self.serde, str(t)) for t in thread_ids
+        ]
+
+    def set_thread_ttl(self, thread_id: str, ttl: timedelta | float | None) -> None:
+        op = retention.set_ttl(self.dialect, str(thread_id), ttl_deadline(ttl))
+        self._run(op, write=True)
+
+    def sweep_expired(self, now: datetime | None = None) -> builtins.list[str]:
+        op = retention.sweep_expired(self.dialect, now or _now())
+        return self._run(op, write=True)
+
+    # -- async twins ---------------------------------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        op = reads.get_tuple(self.dialect, self.serde, config, _now())
+        return await self._arun(op, write=False)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        remaining = limit
+        cursor: reads.ListCursor | None = None
+        while remaining is None or remaining > 0:
+            op = reads.list_page(
+                self.dialect,
+                self.serde,
+                config,
+                filter=filter,
+                before=before,
+                limit=remaining,
+                cursor=cursor,
+                now=_now(),
+            )
+            page, cursor = await self._arun(op, write=False)
+            for item in page:
+                yield item
+            if remaining is not None:
+                remaining -= len(page)
+            if cursor is None:
+                return
+
+    async def astored_bytes(self, thread_id: str) -> int:
+        return await self._arun(
+            reads.stored_bytes(self.dialect, str(thread_id)), write=False
+        )
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        op = self._put(config, checkpoint, metadata, new_versions)
+        return await self._arun(op, write=True)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await self._arun(
+            _writes_op(self, config, writes, task_id, task_path), write=True
+        )
+
+    async def aput_step(
+        self,
+        config: RunnableConfig,
+        task_writes: Sequence[TaskWrites],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        op = self._put(config, checkpoint, metadata, new_versions, task_writes)
+        return await self._arun(op, write=True)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self._arun(
+            retention.delete_thread(self.dialect, str(thread_id)), write=True
+        )
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        op = retention.copy_thread(
+            self.dialect, str(source_thread_id), str(target_thread_id)
+        )
+        await self._arun(op, write=True)
+
+    async def aprune(
+        self, thread_ids: Sequence[str], *, strategy: PruneStrategy = "keep_latest"
+    ) -> None:
+        for op in self._prune_ops(thread_ids, strategy):
+            await self._arun(op, write=True)
+
+    async def aset_thread_ttl(
+        self, thread_id: str, ttl: timedelta | float | None
+    ) -> None:
+        op = retention.set_ttl(self.dialect, str(thread_id), ttl_deadline(ttl))
+        await self._arun(op, write=True)
+
+    async def asweep_expired(self, now: datetime | None = None) -> builtins.list[str]:
+        op = retention.sweep_expired(self.dialect, now or _now())
+        return await self._arun(op, write=True)
+
+
+def _writes_op(
+    saver: SqlCheckpointSaver,
+    config: RunnableConfig,
+    task_writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+) -> Op[None]:
+    return writes.put_writes(
+        saver.dialect, saver.serde, config, task_writes, task_id, task_path
+    )

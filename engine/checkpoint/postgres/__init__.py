@@ -1,0 +1,246 @@
+"""PostgresSaver: checkpoints in Postgres through psycopg 3 and a connection pool.
+
+Each call borrows a connection, runs one transaction and gives it back; no
+connection is held between calls (nor between the pages of ``list()``). Writes
+are fenced per thread with a transaction-scoped advisory lock (see
+``_sqlcore.writes``); the schema is created and upgraded by numbered migrations
+in :meth:`PostgresSaver.setup`. See ``_sql.py`` for the tables and why payloads
+are BYTEA with a JSONB projection of the metadata.
+
+Connections must be in autocommit mode (the saver issues ``BEGIN``/``COMMIT``
+itself); :meth:`PostgresSaver.from_conn_string` makes a suitable pool.
+
+Example:
+    >>> with PostgresSaver.from_conn_string("postgresql://localhost/app") as saver:
+    ...     saver.setup()
+    ...     graph = builder.compile(checkpointer=saver)
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager, suppress
+from typing import Any, TypeVar
+
+from psycopg import Connection, Cursor, Error
+from psycopg.errors import UndefinedTable
+from psycopg.rows import TupleRow, tuple_row
+from psycopg_pool import ConnectionPool
+
+from engine.checkpoint._sqlcore.dialect import Batch, Op, Stmt
+from engine.checkpoint._sqlcore.saver import SETUP_HINT, SqlCheckpointSaver, drive
+from engine.checkpoint.base import conflict
+from engine.checkpoint.postgres._sql import (
+    BEGIN_READ,
+    BEGIN_WRITE,
+    CONFLICT_SQLSTATE,
+    CREATE_MIGRATIONS_TABLE,
+    DIALECT,
+    MIGRATION_LOCK,
+    MIGRATIONS,
+)
+from engine.checkpoint.serde.base import SerializerProtocol
+
+__all__ = ("PostgresSaver", "migrate", "require_autocommit", "translate")
+
+T = TypeVar("T")
+
+POOL_OPEN_TIMEOUT = 30.0
+"""Seconds ``from_conn_string`` waits for its first connection before failing."""
+
+
+def require_autocommit(autocommit: bool) -> None:
+    """Refuse a connection the saver cannot run its own transactions on."""
+    if not autocommit:
+        raise ValueError(
+            "Postgres checkpoint savers need connections with autocommit=True: they "
+            "issue BEGIN/COMMIT themselves (e.g. ConnectionPool(dsn, "
+            'kwargs={"autocommit": True}))'
+        )
+
+
+def migrate(conn: Connection[Any]) -> list[int]:
+    """Apply the migrations this database lacks; the versions applied.
+
+    Holds a session advisory lock meanwhile, so processes that call it at once
+    wait for each other and each version is applied exactly once.
+    """
+    require_autocommit(conn.autocommit)
+    cur = conn.cursor(row_factory=tuple_row)
+    cur.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+    try:
+        cur.execute(CREATE_MIGRATIONS_TABLE)
+        cur.execute("SELECT v FROM engine_checkpoint_migrations")
+        done = {row[0] for row in cur.fetchall()}
+        applied = []
+        for version, statements in enumerate(MIGRATIONS):
+            if version in done:
+                continue
+            with conn.transaction():
+                for statement in statements:
+                    cur.execute(statement)
+                cur.execute(
+                    "INSERT INTO engine_checkpoint_migrations (v) VALUES (%s)",
+                    (version,),
+                )
+            applied.append(version)
+        return applied
+    finally:
+        cur.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+
+
+class PostgresSaver(SqlCheckpointSaver):
+    """Checkpoints in Postgres (psycopg 3).
+
+    Args:
+        conn: a ``psycopg_pool.ConnectionPool`` (recommended) or one
+            ``psycopg.Connection`` (shared by threads behind a lock); either way
+            with ``autocommit=True``.
+        serde: serializer (default: tagged JSON).
+        default_ttl: seconds after its last checkpoint when a thread expires.
+    """
+
+    dialect = DIALECT
+
+    def __init__(
+        self,
+        conn: Connection[Any] | ConnectionPool[Any],
+        *,
+        serde: SerializerProtocol | None = None,
+        default_ttl: float | None = None,
+    ) -> None:
+        super().__init__(serde=serde, default_ttl=default_ttl)
+        self.conn = conn
+        self.lock = threading.Lock()
+        self.is_setup = False
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls, conn_string: str, *, max_size: int = 10, **kwargs: Any
+    ) -> Iterator[PostgresSaver]:
+        """A saver on a new connection pool (closed on exit).
+
+        Args:
+            conn_string: a libpq DSN or URL.
+            max_size: most connections the pool opens.
+            **kwargs: constructor arguments (``serde``, ``default_ttl``).
+        """
+        pool: ConnectionPool[Connection[TupleRow]] = ConnectionPool(
+            conn_string,
+            min_size=1,
+            max_size=max_size,
+            kwargs={"autocommit": True},
+            open=False,
+        )
+        pool.open(wait=True, timeout=POOL_OPEN_TIMEOUT)
+        try:
+            yield cls(pool, **kwargs)
+        finally:
+            pool.close()
+
+    @contextmanager
+    def _connection(self) -> Iterator[Connection[Any]]:
+        if isinstance(self.conn, ConnectionPool):
+            with self.conn.connection() as conn:
+                yield conn
+        else:
+            with self.lock:
+                yield self.conn
+
+    def setup(self) -> None:
+        """Create or upgrade the tables (numbered migrations; a no-op when current).
+
+        Safe to call from several processes at once.
+        """
+        if not self.is_setup:
+            with self._connection() as conn:
+                migrate(conn)
+            self.is_setup = True
+
+    def _run(self, op: Op[T], *, write: bool) -> T:
+        held = ExitStack()  # the borrowed connection
+        pipe = ExitStack()  # pipeline mode on it
+        conn: Connection[Any] | None = None
+
+        def begin() -> None:
+            nonlocal conn
+            try:
+                conn = held.enter_context(self._connection())
+                require_autocommit(conn.autocommit)
+                pipe.enter_context(conn.pipeline())
+                conn.execute(BEGIN_WRITE if write else BEGIN_READ, prepare=False)
+            except BaseException:
+                pipe.close()
+                held.close()
+                raise
+
+        # Every statement is prepared on first use (prepare=True), utility ones
+        # never: psycopg mis-tracks a statement that turns prepared inside a
+        # pipeline the database then aborts (a fencing conflict does abort it).
+        def send(stmt: Stmt) -> Cursor[Any]:
+            assert conn is not None
+            cursor = conn.cursor(row_factory=tuple_row)
+            if stmt.many is not None:
+                cursor.executemany(stmt.sql, stmt.many)
+            else:
+                cursor.execute(stmt.sql, stmt.params, prepare=True)
+            return cursor
+
+        def execute(stmt: Stmt | Batch) -> Any:
+            # Statements are only queued; fetching rows is what waits for them,
+            # so a batch (and every statement that returns nothing) costs no
+            # round trip of its own.
+            if isinstance(stmt, Stmt):
+                cursor = send(stmt)
+                return cursor.fetchall() if stmt.fetch else None
+            cursors = [send(one) for one in stmt]
+            return [
+                c.fetchall() if s.fetch else None
+                for c, s in zip(cursors, stmt, strict=True)
+            ]
+
+        def end(ok: bool) -> None:
+            assert conn is not None
+            try:
+                if ok:
+                    conn.execute("COMMIT", prepare=False)
+                    pipe.close()  # sends what is queued; raises if any of it failed
+                else:
+                    _abandon(conn, pipe)
+            except BaseException:
+                _abandon(conn, pipe)
+                raise
+            finally:
+                held.close()
+
+        try:
+            return drive(op, execute, begin, end)
+        except Error as exc:
+            raise translate(exc) from None
+
+
+def translate(exc: Error) -> BaseException:
+    """A fencing failure raised by the database as CheckpointConflictError, a
+    missing table as a hint to run ``setup()``; other errors unchanged."""
+    if isinstance(exc, UndefinedTable) and "engine_checkpoint" in str(exc):
+        return UndefinedTable(f"{exc}\n{SETUP_HINT}")
+    if exc.sqlstate != CONFLICT_SQLSTATE:
+        return exc
+    detail = json.loads(exc.diag.message_detail or "{}")
+    return conflict(
+        detail.get("thread_id", ""),
+        detail.get("checkpoint_ns", ""),
+        detail.get("expected"),
+        detail.get("head"),
+    )
+
+
+def _abandon(conn: Connection[Any], pipe: ExitStack) -> None:
+    """Leave pipeline mode and roll back, whatever state the connection is in."""
+    with suppress(Error):
+        pipe.close()
+    with suppress(Error):
+        conn.execute("ROLLBACK", prepare=False)

@@ -1,0 +1,283 @@
+"""Postgres schema (numbered migrations) and dialect for PostgresSaver.
+
+``MIGRATIONS[v]`` is migration version ``v``: a tuple of statements applied in
+one transaction and recorded in ``engine_checkpoint_migrations``; ``setup()``
+holds ``pg_advisory_lock(MIGRATION_LOCK)`` meanwhile, so concurrent setups from
+several processes apply each version once. Append new versions; never edit a
+released one.
+
+Storage choice: the checkpoint dict and the metadata are stored in ``JSON``
+columns (not ``JSONB``): JSON keeps the serializer's text exactly, so reads get
+back what was written, while SQL can still query it
+(``metadata->>'source'``). JSONB would not be lossless for Python data: it
+reorders keys, rejects ``\\u0000`` and turns ``1e16`` into an integer. A
+serializer whose output is not JSON (type tag not ``json``/``jsonraw``) is stored
+in the ``*_raw`` BYTEA column instead. Channel values and pending writes are
+``(type, payload BYTEA)`` exactly as serialized (any tag, never re-encoded);
+with the default serializer they are JSON too: ``convert_from(blob, 'UTF8')::json``.
+Text key columns use the "C" collation, so SQL orders ids and task paths
+exactly as Python does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine.checkpoint._sqlcore.dialect import SqlDialect
+
+__all__ = (
+    "BEGIN_READ",
+    "CONFLICT_SQLSTATE",
+    "BEGIN_WRITE",
+    "CREATE_MIGRATIONS_TABLE",
+    "DIALECT",
+    "MIGRATIONS",
+    "MIGRATION_LOCK",
+    "PostgresDialect",
+)
+
+MIGRATION_LOCK = 0x656E67696E65
+"""``pg_advisory_lock`` key held by ``setup()`` (the bigint key space)."""
+
+THREAD_LOCK_CLASS = 0x656E67
+"""First key of the ``pg_advisory_xact_lock(int, int)`` a thread's fenced writes
+and retention operations take; the second is ``hashtext(thread_id)`` (the
+two-int key space does not overlap the bigint one)."""
+
+CONFLICT_SQLSTATE = "EC409"
+"""Raised by ``engine_checkpoint_expect_head``; its DETAIL is a JSON object with
+``thread_id``, ``checkpoint_ns``, ``expected`` and ``head``."""
+
+CREATE_MIGRATIONS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS engine_checkpoint_migrations ("
+    "v INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+)
+
+MIGRATIONS: list[tuple[str, ...]] = [
+    # v0: checkpoints, channel values (full or delta), pending writes, deadlines.
+    (
+        """CREATE TABLE engine_checkpoints (
+            thread_id TEXT COLLATE "C" NOT NULL,
+            checkpoint_ns TEXT COLLATE "C" NOT NULL DEFAULT '',
+            checkpoint_id TEXT COLLATE "C" NOT NULL,
+            parent_checkpoint_id TEXT COLLATE "C",
+            checkpoint_type TEXT NOT NULL,
+            checkpoint JSON,
+            checkpoint_raw BYTEA,
+            metadata_type TEXT NOT NULL,
+            metadata JSON,
+            metadata_raw BYTEA,
+            PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id),
+            CHECK ((checkpoint IS NULL) <> (checkpoint_raw IS NULL)),
+            CHECK ((metadata IS NULL) <> (metadata_raw IS NULL))
+        )""",
+        "CREATE INDEX engine_checkpoints_thread_idx "
+        "ON engine_checkpoints (thread_id, checkpoint_id)",
+        "CREATE INDEX engine_checkpoints_id_idx ON engine_checkpoints (checkpoint_id)",
+        """CREATE TABLE engine_checkpoint_blobs (
+            thread_id TEXT COLLATE "C" NOT NULL,
+            checkpoint_ns TEXT COLLATE "C" NOT NULL DEFAULT '',
+            channel TEXT COLLATE "C" NOT NULL,
+            version TEXT COLLATE "C" NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('full', 'delta', 'empty')),
+            type TEXT NOT NULL,
+            blob BYTEA NOT NULL,
+            base_version TEXT COLLATE "C",
+            delta_start INTEGER,
+            chain_len INTEGER NOT NULL DEFAULT 0,
+            chain_bytes BIGINT NOT NULL DEFAULT 0,
+            root_bytes BIGINT NOT NULL DEFAULT 0,
+            PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
+        )""",
+        """CREATE TABLE engine_checkpoint_writes (
+            thread_id TEXT COLLATE "C" NOT NULL,
+            checkpoint_ns TEXT COLLATE "C" NOT NULL DEFAULT '',
+            checkpoint_id TEXT COLLATE "C" NOT NULL,
+            task_id TEXT COLLATE "C" NOT NULL,
+            idx INTEGER NOT NULL,
+            channel TEXT NOT NULL,
+            type TEXT NOT NULL,
+            blob BYTEA NOT NULL,
+            task_path TEXT COLLATE "C" NOT NULL DEFAULT '',
+            PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+        )""",
+        """CREATE TABLE engine_checkpoint_ttl (
+            thread_id TEXT COLLATE "C" PRIMARY KEY,
+            expires_at TIMESTAMPTZ NOT NULL
+        )""",
+        "CREATE INDEX engine_checkpoint_ttl_expires_idx "
+        "ON engine_checkpoint_ttl (expires_at)",
+        # Fencing in one statement, so a fenced put needs no round trip of its own:
+        # lock the thread, compare its newest checkpoint, fail the transaction.
+        f"""CREATE FUNCTION engine_checkpoint_expect_head(
+            p_thread_id TEXT, p_checkpoint_ns TEXT, p_expected TEXT
+        ) RETURNS VOID LANGUAGE plpgsql AS $$
+        DECLARE
+            newest TEXT;
+        BEGIN
+            PERFORM pg_advisory_xact_lock({THREAD_LOCK_CLASS}, hashtext(p_thread_id));
+            SELECT checkpoint_id INTO newest FROM engine_checkpoints
+            WHERE thread_id = p_thread_id AND checkpoint_ns = p_checkpoint_ns
+            ORDER BY checkpoint_id DESC LIMIT 1;
+            IF newest IS DISTINCT FROM p_expected THEN
+                RAISE EXCEPTION USING
+                    ERRCODE = '{CONFLICT_SQLSTATE}',
+                    MESSAGE = 'checkpoint conflict',
+                    DETAIL = json_build_object(
+                        'thread_id', p_thread_id, 'checkpoint_ns', p_checkpoint_ns,
+                        'expected', p_expected, 'head', newest
+                    )::text;
+            END IF;
+        END
+        $$""",
+    ),
+]
+
+
+def _keys(width: int) -> str:
+    arrays = ", ".join(["%s::text[]"] * width)
+    return f"SELECT * FROM unnest({arrays})"
+
+
+JSON_TAGS = frozenset({"json", "jsonraw"})
+"""Serializer type tags whose payload is JSON text (stored in the JSON columns)."""
+
+
+def _json_or_raw(type_tag: str, payload: bytes) -> tuple[str | None, bytes | None]:
+    """(JSON text, None) for JSON payloads, (None, bytes) for anything else."""
+    if type_tag in JSON_TAGS:
+        return payload.decode(), None
+    return None, payload
+
+
+class PostgresDialect(SqlDialect):
+    """Key sets travel as one text array per column, joined back by ``unnest``."""
+
+    def keys_param(
+        self, keys: Sequence[tuple[str, ...]], width: int
+    ) -> tuple[Any, ...]:
+        return tuple([key[i] for key in keys] for i in range(width))
+
+    def checkpoint_params(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        return (
+            *row[:4],
+            row[4],
+            *_json_or_raw(row[4], row[5]),
+            row[6],
+            *_json_or_raw(row[6], row[7]),
+        )
+
+    def metadata_filter(
+        self, wanted: Mapping[str, str]
+    ) -> tuple[str, tuple[Any, ...]] | None:
+        if not wanted:
+            return None
+        # ->> fails on a document holding \u0000 anywhere (it cannot become text):
+        # such rows (and non-JSON ones) pass here and are checked in Python.
+        condition = (
+            "CASE WHEN c.metadata IS NULL OR strpos(c.metadata::text, '\\u0000') > 0 "
+            "THEN TRUE ELSE c.metadata ->> %s = %s END"
+        )
+        params = tuple(item for pair in wanted.items() for item in pair)
+        return " AND ".join([condition] * len(wanted)), params
+
+
+_PAYLOADS = (
+    "checkpoint_type, COALESCE(convert_to(checkpoint::text, 'UTF8'), checkpoint_raw), "
+    "metadata_type, COALESCE(convert_to(metadata::text, 'UTF8'), metadata_raw)"
+)
+
+_ALL_CHECKPOINT_COLUMNS = (
+    "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, "
+    "checkpoint, checkpoint_raw, metadata_type, metadata, metadata_raw"
+)
+
+_INSERT_CHECKPOINT = (
+    f"INSERT INTO engine_checkpoints ({_ALL_CHECKPOINT_COLUMNS}) "
+    "VALUES (%s, %s, %s, %s, %s, %s::json, %s, %s, %s::json, %s) "
+    "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
+    "parent_checkpoint_id = excluded.parent_checkpoint_id, "
+    "checkpoint_type = excluded.checkpoint_type, checkpoint = excluded.checkpoint, "
+    "checkpoint_raw = excluded.checkpoint_raw, metadata_type = excluded.metadata_type, "
+    "metadata = excluded.metadata, metadata_raw = excluded.metadata_raw"
+)
+
+_COPY_CHECKPOINTS = (
+    f"INSERT INTO engine_checkpoints ({_ALL_CHECKPOINT_COLUMNS}) "
+    "SELECT %s, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, "
+    "checkpoint, checkpoint_raw, metadata_type, metadata, metadata_raw "
+    "FROM engine_checkpoints WHERE thread_id = %s"
+)
+
+_STORED_BYTES = (
+    "SELECT "
+    "(SELECT COALESCE(SUM(COALESCE(octet_length(checkpoint::text), 0) "
+    "+ COALESCE(octet_length(checkpoint_raw), 0) "
+    "+ COALESCE(octet_length(metadata::text), 0) "
+    "+ COALESCE(octet_length(metadata_raw), 0)), 0) "
+    "FROM engine_checkpoints WHERE thread_id = %s), "
+    "(SELECT COALESCE(SUM(octet_length(blob)), 0) "
+    "FROM engine_checkpoint_blobs WHERE thread_id = %s), "
+    "(SELECT COALESCE(SUM(octet_length(blob)), 0) "
+    "FROM engine_checkpoint_writes WHERE thread_id = %s)"
+)
+
+_BLOB_COLUMNS = (
+    "x.thread_id, x.checkpoint_ns, x.channel, x.version, x.kind, x.type, x.blob, "
+    "x.base_version, x.delta_start, x.chain_len, x.chain_bytes, x.root_bytes"
+)
+
+# Lateral lookups: one primary-key probe per wanted version and per delta base,
+# whatever the planner thinks of the table's size (LIMIT 1 keeps the planner from
+# flattening them into hash joins over the whole table).
+_BLOBS_FOR_KEYS = (
+    "WITH RECURSIVE wanted (thread_id, checkpoint_ns, channel, version) AS "
+    "({keys4}), "
+    "chain (thread_id, checkpoint_ns, channel, version, base_version) AS ("
+    "SELECT x.thread_id, x.checkpoint_ns, x.channel, x.version, x.base_version "
+    "FROM wanted w CROSS JOIN LATERAL (SELECT * FROM engine_checkpoint_blobs b "
+    "WHERE b.thread_id = w.thread_id AND b.checkpoint_ns = w.checkpoint_ns "
+    "AND b.channel = w.channel AND b.version = w.version LIMIT 1) x "
+    "UNION "
+    "SELECT x.thread_id, x.checkpoint_ns, x.channel, x.version, x.base_version "
+    "FROM chain k CROSS JOIN LATERAL (SELECT * FROM engine_checkpoint_blobs b "
+    "WHERE b.thread_id = k.thread_id AND b.checkpoint_ns = k.checkpoint_ns "
+    "AND b.channel = k.channel AND b.version = k.base_version LIMIT 1) x) "
+    f"SELECT {_BLOB_COLUMNS} FROM chain k CROSS JOIN LATERAL "
+    "(SELECT * FROM engine_checkpoint_blobs b WHERE b.thread_id = k.thread_id "
+    "AND b.checkpoint_ns = k.checkpoint_ns AND b.channel = k.channel "
+    "AND b.version = k.version LIMIT 1) x"
+)
+
+_BLOB_BASES = (
+    "SELECT x.channel, x.version, x.kind, x.chain_len, x.chain_bytes, x.root_bytes "
+    "FROM ({keys4}) w (thread_id, checkpoint_ns, channel, version) "
+    "CROSS JOIN LATERAL (SELECT * FROM engine_checkpoint_blobs b "
+    "WHERE b.thread_id = w.thread_id AND b.checkpoint_ns = w.checkpoint_ns "
+    "AND b.channel = w.channel AND b.version = w.version LIMIT 1) x"
+)
+
+DIALECT = PostgresDialect(
+    placeholder="%s",
+    keys3=_keys(3),
+    keys4=_keys(4),
+    length="octet_length",
+    payloads=_PAYLOADS,
+    lock_thread=f"SELECT pg_advisory_xact_lock({THREAD_LOCK_CLASS}, hashtext(%s))",
+    expect_head="SELECT engine_checkpoint_expect_head(%s, %s, %s)",
+    overrides={
+        "insert_checkpoint": _INSERT_CHECKPOINT,
+        "copy_checkpoints": _COPY_CHECKPOINTS,
+        "stored_bytes": _STORED_BYTES,
+        "blobs_for_keys": _BLOBS_FOR_KEYS,
+        "blob_bases": _BLOB_BASES,
+    },
+)
+
+BEGIN_WRITE = "BEGIN"
+"""Writes run in READ COMMITTED: after the thread lock, the head check must see
+the commit of the writer that held it."""
+
+BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+"""Reads see one snapshot across their statements (row, values, writes)."""

@@ -1,0 +1,221 @@
+"""AsyncPostgresSaver: PostgresSaver on psycopg's asyncio connections and pool.
+
+Same schema, statements and semantics as :class:`~engine.checkpoint.postgres.PostgresSaver`
+(both run the operations of ``engine.checkpoint._sqlcore``). The sync methods
+also work, from threads other than the event loop's: they submit the call to
+the saver's loop and wait.
+
+Example:
+    >>> async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
+    ...     await saver.setup()
+    ...     graph = builder.compile(checkpointer=saver)
+    ...     await graph.ainvoke(inputs, {"configurable": {"thread_id": "1"}})
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from typing import Any, TypeVar
+
+from psycopg import AsyncConnection, AsyncCursor, Error
+from psycopg.rows import TupleRow, tuple_row
+from psycopg_pool import AsyncConnectionPool
+
+from engine.checkpoint._sqlcore.dialect import Batch, Op, Stmt
+from engine.checkpoint._sqlcore.saver import SqlCheckpointSaver, adrive
+from engine.checkpoint.postgres import POOL_OPEN_TIMEOUT, require_autocommit, translate
+from engine.checkpoint.postgres._sql import (
+    BEGIN_READ,
+    BEGIN_WRITE,
+    CREATE_MIGRATIONS_TABLE,
+    DIALECT,
+    MIGRATION_LOCK,
+    MIGRATIONS,
+)
+from engine.checkpoint.serde.base import SerializerProtocol
+
+__all__ = ("AsyncPostgresSaver", "amigrate")
+
+T = TypeVar("T")
+
+
+async def amigrate(conn: AsyncConnection[Any]) -> list[int]:
+    """The async twin of :func:`engine.checkpoint.postgres.migrate`."""
+    require_autocommit(conn.autocommit)
+    cur = conn.cursor(row_factory=tuple_row)
+    await cur.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+    try:
+        await cur.execute(CREATE_MIGRATIONS_TABLE)
+        await cur.execute("SELECT v FROM engine_checkpoint_migrations")
+        done = {row[0] for row in await cur.fetchall()}
+        applied = []
+        for version, statements in enumerate(MIGRATIONS):
+            if version in done:
+                continue
+            async with conn.transaction():
+                for statement in statements:
+                    await cur.execute(statement)
+                await cur.execute(
+                    "INSERT INTO engine_checkpoint_migrations (v) VALUES (%s)",
+                    (version,),
+                )
+            applied.append(version)
+        return applied
+    finally:
+        await cur.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+
+
+class AsyncPostgresSaver(SqlCheckpointSaver):
+    """Checkpoints in Postgres with an asyncio API.
+
+    Args:
+        conn: a ``psycopg_pool.AsyncConnectionPool`` (recommended) or one
+            ``psycopg.AsyncConnection`` (calls take turns on it); either way with
+            ``autocommit=True``.
+        serde: serializer (default: tagged JSON).
+        default_ttl: seconds after its last checkpoint when a thread expires.
+    """
+
+    dialect = DIALECT
+
+    def __init__(
+        self,
+        conn: AsyncConnection[Any] | AsyncConnectionPool[Any],
+        *,
+        serde: SerializerProtocol | None = None,
+        default_ttl: float | None = None,
+    ) -> None:
+        super().__init__(serde=serde, default_ttl=default_ttl)
+        self.conn = conn
+        self.lock = asyncio.Lock()
+        self.is_setup = False
+        try:
+            self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self.loop = None
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(
+        cls, conn_string: str, *, max_size: int = 10, **kwargs: Any
+    ) -> AsyncIterator[AsyncPostgresSaver]:
+        """A saver on a new async connection pool (closed on exit).
+
+        Args:
+            conn_string: a libpq DSN or URL.
+            max_size: most connections the pool opens.
+            **kwargs: constructor arguments (``serde``, ``default_ttl``).
+        """
+        pool: AsyncConnectionPool[AsyncConnection[TupleRow]] = AsyncConnectionPool(
+            conn_string,
+            min_size=1,
+            max_size=max_size,
+            kwargs={"autocommit": True},
+            open=False,
+        )
+        await pool.open(wait=True, timeout=POOL_OPEN_TIMEOUT)
+        try:
+            yield cls(pool, **kwargs)
+        finally:
+            await pool.close()
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[AsyncConnection[Any]]:
+        if isinstance(self.conn, AsyncConnectionPool):
+            async with self.conn.connection() as conn:
+                yield conn
+        else:
+            async with self.lock:
+                yield self.conn
+
+    async def setup(self) -> None:
+        """Create or upgrade the tables (numbered migrations; a no-op when current).
+
+        Safe to call from several processes at once.
+        """
+        if not self.is_setup:
+            async with self._connection() as conn:
+                await amigrate(conn)
+            self.is_setup = True
+
+    async def _arun(self, op: Op[T], *, write: bool) -> T:
+        held = AsyncExitStack()  # the borrowed connection
+        pipe = AsyncExitStack()  # pipeline mode on it
+        conn: AsyncConnection[Any] | None = None
+
+        async def begin() -> None:
+            nonlocal conn
+            try:
+                conn = await held.enter_async_context(self._connection())
+                require_autocommit(conn.autocommit)
+                await pipe.enter_async_context(conn.pipeline())
+                await conn.execute(BEGIN_WRITE if write else BEGIN_READ, prepare=False)
+            except BaseException:
+                await pipe.aclose()
+                await held.aclose()
+                raise
+
+        async def send(stmt: Stmt) -> AsyncCursor[Any]:
+            assert conn is not None
+            cursor = conn.cursor(row_factory=tuple_row)
+            if stmt.many is not None:
+                await cursor.executemany(stmt.sql, stmt.many)
+            else:
+                await cursor.execute(stmt.sql, stmt.params, prepare=True)
+            return cursor
+
+        async def execute(stmt: Stmt | Batch) -> Any:
+            if isinstance(stmt, Stmt):
+                cursor = await send(stmt)
+                return await cursor.fetchall() if stmt.fetch else None
+            cursors = [await send(one) for one in stmt]
+            return [
+                await c.fetchall() if s.fetch else None
+                for c, s in zip(cursors, stmt, strict=True)
+            ]
+
+        async def end(ok: bool) -> None:
+            assert conn is not None
+            try:
+                if ok:
+                    await conn.execute("COMMIT", prepare=False)
+                    await pipe.aclose()
+                else:
+                    await _abandon(conn, pipe)
+            except BaseException:
+                await _abandon(conn, pipe)
+                raise
+            finally:
+                await held.aclose()
+
+        try:
+            return await adrive(op, execute, begin, end)
+        except Error as exc:
+            raise translate(exc) from None
+
+    def _run(self, op: Op[T], *, write: bool) -> T:
+        """Sync calls: run on the saver's event loop, from another thread."""
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if self.loop is None or running is self.loop:
+            raise RuntimeError(
+                "AsyncPostgresSaver's sync methods can only be called from a thread "
+                "other than its event loop's; in async code use the a-prefixed "
+                "methods (aget_tuple, alist, aput...) or ainvoke/astream."
+            )
+        future = asyncio.run_coroutine_threadsafe(
+            self._arun(op, write=write), self.loop
+        )
+        return future.result()
+
+
+async def _abandon(conn: AsyncConnection[Any], pipe: AsyncExitStack) -> None:
+    """Leave pipeline mode and roll back, whatever state the connection is in."""
+    with suppress(Error):
+        await pipe.aclose()
+    with suppress(Error):
+        await conn.execute("ROLLBACK", prepare=False)

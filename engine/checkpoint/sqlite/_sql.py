@@ -1,0 +1,103 @@
+"""SQLite schema (numbered migrations) and dialect for SqliteSaver.
+
+``MIGRATIONS[v]`` is migration version ``v``: a tuple of statements applied in
+one transaction and recorded in ``engine_checkpoint_migrations``. Append new
+versions; never edit a released one.
+
+Payloads are stored as BLOBs exactly as the serializer produced them (with
+their type tag in the neighbouring ``*type`` column). With the default
+serializer they are JSON text, so SQL can read them, e.g.
+``SELECT json_extract(CAST(metadata AS TEXT), '$.step') FROM engine_checkpoints``.
+Deadlines are Unix timestamps (REAL seconds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from engine.checkpoint._sqlcore.dialect import SqlDialect
+
+__all__ = ("CREATE_MIGRATIONS_TABLE", "DIALECT", "MIGRATIONS", "SqliteDialect")
+
+CREATE_MIGRATIONS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS engine_checkpoint_migrations ("
+    "v INTEGER PRIMARY KEY, applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)"
+)
+
+MIGRATIONS: list[tuple[str, ...]] = [
+    # v0: checkpoints, channel values (full or delta), pending writes, deadlines.
+    (
+        """CREATE TABLE engine_checkpoints (
+            thread_id TEXT NOT NULL,
+            checkpoint_ns TEXT NOT NULL DEFAULT '',
+            checkpoint_id TEXT NOT NULL,
+            parent_checkpoint_id TEXT,
+            checkpoint_type TEXT NOT NULL,
+            checkpoint BLOB NOT NULL,
+            metadata_type TEXT NOT NULL,
+            metadata BLOB NOT NULL,
+            PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
+        )""",
+        "CREATE INDEX engine_checkpoints_thread_idx "
+        "ON engine_checkpoints (thread_id, checkpoint_id)",
+        "CREATE INDEX engine_checkpoints_id_idx ON engine_checkpoints (checkpoint_id)",
+        """CREATE TABLE engine_checkpoint_blobs (
+            thread_id TEXT NOT NULL,
+            checkpoint_ns TEXT NOT NULL DEFAULT '',
+            channel TEXT NOT NULL,
+            version TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('full', 'delta', 'empty')),
+            type TEXT NOT NULL,
+            blob BLOB NOT NULL,
+            base_version TEXT,
+            delta_start INTEGER,
+            chain_len INTEGER NOT NULL DEFAULT 0,
+            chain_bytes INTEGER NOT NULL DEFAULT 0,
+            root_bytes INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
+        )""",
+        """CREATE TABLE engine_checkpoint_writes (
+            thread_id TEXT NOT NULL,
+            checkpoint_ns TEXT NOT NULL DEFAULT '',
+            checkpoint_id TEXT NOT NULL,
+            task_id TEXT NOT NULL,
+            idx INTEGER NOT NULL,
+            channel TEXT NOT NULL,
+            type TEXT NOT NULL,
+            blob BLOB NOT NULL,
+            task_path TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+        )""",
+        """CREATE TABLE engine_checkpoint_ttl (
+            thread_id TEXT PRIMARY KEY,
+            expires_at REAL NOT NULL
+        )""",
+        "CREATE INDEX engine_checkpoint_ttl_expires_idx "
+        "ON engine_checkpoint_ttl (expires_at)",
+    ),
+]
+
+
+def _keys(width: int) -> str:
+    columns = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(width))
+    return f"SELECT {columns} FROM json_each(%s)"
+
+
+class SqliteDialect(SqlDialect):
+    """Key sets travel as one JSON array parameter, read back with ``json_each``."""
+
+    def keys_param(
+        self, keys: Sequence[tuple[str, ...]], width: int
+    ) -> tuple[Any, ...]:
+        return (orjson.dumps(keys).decode(),)
+
+    def timestamp(self, moment: datetime) -> Any:
+        return moment.timestamp()
+
+
+DIALECT = SqliteDialect(placeholder="?", keys3=_keys(3), keys4=_keys(4))
+"""Writers are serialized by ``BEGIN IMMEDIATE``, so no per-thread lock statement."""

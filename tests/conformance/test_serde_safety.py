@@ -1,0 +1,71 @@
+"""Stored data never executes code: pickle and unknown classes are refused by name,
+corrupt payloads give a clear error, and other threads stay readable."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from engine.errors import SerializationError
+from tests._support.builders import make_checkpoint, make_config, make_metadata
+from tests._support.tamper import tamper_blob, tamper_checkpoint, tamper_write
+
+
+@pytest.fixture
+def stored(saver):
+    for thread_id in ("t1", "ok"):
+        checkpoint = make_checkpoint({"state": {"a": 1}, "n": 1})
+        config = saver.put(
+            make_config(thread_id),
+            checkpoint,
+            make_metadata(),
+            checkpoint["channel_versions"],
+        )
+        saver.put_writes(config, [("n", 2)], "task-a")
+    return saver
+
+
+def test_pickle_payload_is_refused(stored, saver_spec) -> None:
+    tamper_blob(stored, saver_spec, "t1", "state", "pickle", pickle.dumps({"a": 1}))
+
+    with pytest.raises(SerializationError, match="'pickle'") as caught:
+        stored.get_tuple(make_config("t1"))
+
+    assert "never loaded" in str(caught.value)
+    assert stored.get_tuple(make_config("ok")) is not None
+
+
+def test_not_allowed_class_is_refused_by_name(stored, saver_spec) -> None:
+    payload = b'{"__t":"dataclass","c":"evil.module:Payload","v":{"cmd":"rm -rf /"}}'
+    tamper_blob(stored, saver_spec, "t1", "state", "json", payload)
+
+    with pytest.raises(SerializationError, match="evil.module:Payload"):
+        stored.get_tuple(make_config("t1"))
+    with pytest.raises(SerializationError, match="evil.module:Payload"):
+        list(stored.list(make_config("t1")))
+
+
+def test_corrupt_json_value_names_the_channel(stored, saver_spec) -> None:
+    tamper_blob(stored, saver_spec, "t1", "state", "json", b'{"a": 1')
+
+    with pytest.raises(SerializationError, match="channel 'state'") as caught:
+        stored.get_tuple(make_config("t1"))
+
+    assert "corrupt" in str(caught.value)
+
+
+def test_corrupt_checkpoint_row_names_the_checkpoint(stored, saver_spec) -> None:
+    tamper_checkpoint(stored, saver_spec, "t1", "json", b"\xff\xfe not json")
+
+    with pytest.raises(SerializationError, match="corrupt") as caught:
+        stored.get_tuple(make_config("t1"))
+
+    assert "thread 't1'" in str(caught.value)
+
+
+def test_pickled_pending_write_is_refused(stored, saver_spec) -> None:
+    tamper_write(stored, saver_spec, "t1", "pickle", pickle.dumps(2))
+
+    with pytest.raises(SerializationError, match="'pickle'"):
+        stored.get_tuple(make_config("t1"))
