@@ -37,9 +37,11 @@ __all__ = (
     "ChannelVersions",
     "Checkpoint",
     "CheckpointMetadata",
+    "CheckpointSummary",
     "CheckpointTuple",
     "PendingWrite",
     "PruneStrategy",
+    "StepSave",
     "config_for",
     "conflict",
     "copy_checkpoint",
@@ -114,6 +116,27 @@ class CheckpointTuple(NamedTuple):
     metadata: CheckpointMetadata
     parent_config: RunnableConfig | None = None
     pending_writes: list[PendingWrite] | None = None
+
+
+class CheckpointSummary(NamedTuple):
+    """What a timeline needs of a checkpoint, without its values or writes."""
+
+    config: RunnableConfig
+    metadata: CheckpointMetadata
+    parent_config: RunnableConfig | None
+    created_at: str | None
+
+
+StepSave = tuple[
+    RunnableConfig,
+    Sequence[tuple[str, str, Sequence[tuple[str, Any]]]],
+    "Checkpoint | None",
+    "CheckpointMetadata | None",
+    "ChannelVersions",
+]
+"""One entry of ``put_steps``: ``(config, task_writes, checkpoint, metadata,
+new_versions)``; ``task_writes`` are ``(task_id, task_path, writes)`` saved against
+the checkpoint ``config`` addresses; ``checkpoint`` None saves only the writes."""
 
 
 def empty_checkpoint() -> Checkpoint:
@@ -288,6 +311,52 @@ class BaseCheckpointSaver:
         """Delete threads whose TTL has passed; returns their ids."""
         raise NotImplementedError
 
+    def list_summaries(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointSummary]:
+        """Like :meth:`list` (newest first, same arguments) but without channel
+        values or pending writes: what a history or timeline view needs. SQL
+        backends answer it from the checkpoint rows alone."""
+        for item in self.list(config, filter=filter, before=before, limit=limit):
+            yield CheckpointSummary(
+                item.config,
+                item.metadata,
+                item.parent_config,
+                item.checkpoint.get("ts"),
+            )
+
+    def put_steps(
+        self, steps: Sequence[StepSave]
+    ) -> builtins.list[RunnableConfig | None]:
+        """Save several steps in order, in one transaction where the backend can
+        (group commit for background saves). Returns each checkpoint's config
+        (None for writes-only entries). When one entry fails, it and the entries
+        after it are not kept; entries before it may be (as if saved one by one)."""
+        results: builtins.list[RunnableConfig | None] = []
+        for config, task_writes, checkpoint, metadata, new_versions in steps:
+            if checkpoint is None:
+                for task_id, task_path, writes in task_writes:
+                    self.put_writes(config, writes, task_id, task_path)
+                results.append(None)
+                continue
+            put_step = getattr(self, "put_step", None)
+            if put_step is not None:
+                results.append(
+                    put_step(config, task_writes, checkpoint, metadata, new_versions)
+                )
+            else:
+                for task_id, task_path, writes in task_writes:
+                    self.put_writes(config, writes, task_id, task_path)
+                results.append(
+                    self.put(config, checkpoint, metadata or {}, new_versions)
+                )
+        return results
+
     def stored_bytes(self, thread_id: str) -> int:
         """Diagnostic: bytes of serialized data stored for a thread (all namespaces).
 
@@ -297,6 +366,49 @@ class BaseCheckpointSaver:
         raise NotImplementedError
 
     # -- async twins (default: run the sync method) --------------------------------
+
+    async def alist_summaries(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointSummary]:
+        """Async twin of :meth:`list_summaries`."""
+        async for item in self.alist(config, filter=filter, before=before, limit=limit):
+            yield CheckpointSummary(
+                item.config,
+                item.metadata,
+                item.parent_config,
+                item.checkpoint.get("ts"),
+            )
+
+    async def aput_steps(
+        self, steps: Sequence[StepSave]
+    ) -> builtins.list[RunnableConfig | None]:
+        """Async twin of :meth:`put_steps`."""
+        results: builtins.list[RunnableConfig | None] = []
+        for config, task_writes, checkpoint, metadata, new_versions in steps:
+            if checkpoint is None:
+                for task_id, task_path, writes in task_writes:
+                    await self.aput_writes(config, writes, task_id, task_path)
+                results.append(None)
+                continue
+            aput_step = getattr(self, "aput_step", None)
+            if aput_step is not None:
+                results.append(
+                    await aput_step(
+                        config, task_writes, checkpoint, metadata, new_versions
+                    )
+                )
+            else:
+                for task_id, task_path, writes in task_writes:
+                    await self.aput_writes(config, writes, task_id, task_path)
+                results.append(
+                    await self.aput(config, checkpoint, metadata or {}, new_versions)
+                )
+        return results
 
     async def aget(self, config: RunnableConfig) -> Checkpoint | None:
         if value := await self.aget_tuple(config):

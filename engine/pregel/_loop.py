@@ -168,6 +168,8 @@ class PregelLoop:
         )
         self._exit_writes: list[TaskWrites] = []
         self.parent_scope: TaskScope | None = None
+        self._planned: dict[str, PregelExecutableTask] | None = None
+        self._planned_for: tuple[str, int] | None = None
         self.resume_map: dict[str, Any] | None = None
         self.cache: Any = graph.cache
         self._call_results: dict[str, Any] | None = None
@@ -485,15 +487,19 @@ class PregelLoop:
             self.status = "out_of_steps"
             return False
         graph = self.graph
-        self.tasks = prepare_next_tasks(
-            self.checkpoint,
-            graph.nodes,
-            self.channels,
-            self.step,
-            checkpoint_ns=self.checkpoint_ns,
-            updated_channels=self.updated_channels,
-            trigger_to_nodes=graph.trigger_to_nodes,
-        )
+        planned, self._planned = self._planned, None
+        if planned is not None and self._planned_for == (self.checkpoint["id"], self.step):
+            self.tasks = planned
+        else:
+            self.tasks = prepare_next_tasks(
+                self.checkpoint,
+                graph.nodes,
+                self.channels,
+                self.step,
+                checkpoint_ns=self.checkpoint_ns,
+                updated_channels=self.updated_channels,
+                trigger_to_nodes=graph.trigger_to_nodes,
+            )
         if not self._emitted_checkpoint and self.checkpointer is not None:
             self._emit_checkpoint()
         self._emitted_checkpoint = True
@@ -1069,6 +1075,19 @@ class PregelLoop:
         }
         if writes is not None:
             metadata["writes"] = writes
+        # Plan the next step now (the tick reuses it) so the checkpoint can say
+        # which nodes run next: history reads that without re-planning.
+        self._planned = prepare_next_tasks(
+            checkpoint,
+            self.graph.nodes,
+            self.channels,
+            self.step + 1,
+            checkpoint_ns=self.checkpoint_ns,
+            updated_channels=self.updated_channels,
+            trigger_to_nodes=self.graph.trigger_to_nodes,
+        )
+        self._planned_for = (checkpoint["id"], self.step + 1)
+        metadata["next"] = [task.name for task in self._planned.values()]
         self.checkpoint_metadata = metadata  # type: ignore[assignment]
         self.prev_checkpoint_config = (
             self._config_for(self._last_saved_id)
@@ -1316,7 +1335,7 @@ class PregelLoop:
             "parent_config": self.prev_checkpoint_config_public(),
             "values": self.output_values(self.stream_keys),
             "metadata": {
-                k: v for k, v in self.checkpoint_metadata.items() if k != "writes"
+                k: v for k, v in self.checkpoint_metadata.items() if k not in ("writes", "next")
             },
             "next": [t.name for t in self.tasks.values()],
             "tasks": [

@@ -8,7 +8,6 @@ saves only what the loop hands over when the run returns.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 import time
 from collections import deque
@@ -22,6 +21,7 @@ from engine.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
+    StepSave,
 )
 
 __all__ = ("AsyncPersistence", "SyncPersistence", "TaskWrites")
@@ -90,31 +90,59 @@ async def aput_step(
     return await saver.aput(config, checkpoint, metadata, new_versions)
 
 
+Saved = tuple[StepSave, "Callable[[float], None] | None"]
+
+
+def _steps_of(saver: BaseCheckpointSaver) -> Callable[[Sequence[StepSave]], Any]:
+    put_steps = getattr(saver, "put_steps", None)
+    if put_steps is not None:
+        return put_steps  # type: ignore[no-any-return]
+
+    def one_by_one(steps: Sequence[StepSave]) -> None:
+        for config, task_writes, checkpoint, metadata, new_versions in steps:
+            if checkpoint is None:
+                for task_id, path, writes in task_writes:
+                    saver.put_writes(config, writes, task_id, path)
+            else:
+                put_step(
+                    saver, config, task_writes, checkpoint, metadata or {}, new_versions
+                )
+
+    return one_by_one
+
+
 class SyncPersistence:
-    """Saves for a synchronous run."""
+    """Saves for a synchronous run.
+
+    Inline (``sync`` durability) or on a background lane (``async``): the lane
+    takes every save waiting in the queue and hands them to the saver as one
+    ``put_steps`` batch, so a run whose steps outpace the database commits once
+    per batch instead of once per step (group commit), in order.
+    """
 
     __slots__ = ("_cond", "_error", "_queue", "_running", "background", "saver")
 
     def __init__(self, saver: BaseCheckpointSaver, background: bool) -> None:
         self.saver = saver
         self.background = background
-        self._queue: deque[Callable[[], Any]] = deque()
+        self._queue: deque[Saved] = deque()
         self._running = False
         self._error: BaseException | None = None
         self._cond = threading.Condition()
 
-    def _submit(self, job: Callable[[], Any]) -> None:
+    def _submit(self, item: Saved) -> None:
         with self._cond:
             self._raise_pending()
             while len(self._queue) >= MAX_QUEUED_SAVES:
                 self._cond.wait()
                 self._raise_pending()
-            self._queue.append(job)
+            self._queue.append(item)
             if not self._running:
                 self._running = True
                 background_pool().submit(self._drain)
 
     def _drain(self) -> None:
+        put_steps = _steps_of(self.saver)
         while True:
             with self._cond:
                 if self._error is not None:
@@ -123,15 +151,22 @@ class SyncPersistence:
                     self._running = False
                     self._cond.notify_all()
                     return
-                job = self._queue[0]
+                batch = list(self._queue)
+            started = time.perf_counter()
             try:
-                job()
+                put_steps([step for step, _ in batch])
             except BaseException as exc:
                 with self._cond:
                     self._error = exc
+            else:
+                seconds = time.perf_counter() - started
+                for _, on_saved in batch:
+                    if on_saved is not None:
+                        on_saved(seconds)
             with self._cond:
-                if self._queue:
-                    self._queue.popleft()
+                for _ in batch:
+                    if self._queue:
+                        self._queue.popleft()
                 self._cond.notify_all()
 
     def _raise_pending(self) -> None:
@@ -147,7 +182,7 @@ class SyncPersistence:
         path: str,
     ) -> None:
         if self.background:
-            self._submit(lambda: self.saver.put_writes(config, writes, task_id, path))
+            self._submit(((config, [(task_id, path, writes)], None, None, {}), None))
         else:
             self.saver.put_writes(config, writes, task_id, path)
 
@@ -160,18 +195,15 @@ class SyncPersistence:
         new_versions: ChannelVersions,
         on_saved: Callable[[float], None] | None = None,
     ) -> None:
-        def job() -> None:
-            started = time.perf_counter()
-            put_step(
-                self.saver, config, task_writes, checkpoint, metadata, new_versions
-            )
-            if on_saved is not None:
-                on_saved(time.perf_counter() - started)
-
         if self.background:
-            self._submit(job)
-        else:
-            job()
+            self._submit(
+                ((config, task_writes, checkpoint, metadata, new_versions), on_saved)
+            )
+            return
+        started = time.perf_counter()
+        put_step(self.saver, config, task_writes, checkpoint, metadata, new_versions)
+        if on_saved is not None:
+            on_saved(time.perf_counter() - started)
 
     def flush(self) -> None:
         """Wait for every queued save; raise the first save error, if any."""
@@ -182,41 +214,70 @@ class SyncPersistence:
 
 
 class AsyncPersistence:
-    """Saves for an asyncio run: chained tasks on the event loop, in order."""
+    """Saves for an asyncio run: one lane task on the event loop, in order, batched
+    like :class:`SyncPersistence`'s background lane."""
 
-    __slots__ = ("_error", "_pending", "_tail", "background", "saver")
+    __slots__ = ("_error", "_idle", "_lane", "_queue", "background", "saver")
 
     def __init__(self, saver: BaseCheckpointSaver, background: bool) -> None:
         self.saver = saver
         self.background = background
-        self._tail: asyncio.Future[Any] | None = None
-        self._pending: int = 0
+        self._queue: deque[Saved] = deque()
+        self._lane: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
+        self._idle: asyncio.Event | None = None
 
-    def _chain(self, make: Callable[[], Any]) -> None:
+    def _submit(self, item: Saved) -> None:
         if self._error is not None:
             error, self._error = self._error, None
             raise error
-        previous = self._tail
+        self._queue.append(item)
+        if self._lane is None or self._lane.done():
+            if self._idle is None:
+                self._idle = asyncio.Event()
+            self._idle.clear()
+            self._lane = asyncio.ensure_future(self._drain())
+            self._lane.add_done_callback(_silence)
 
-        async def job() -> None:
-            if previous is not None:
+    async def _drain(self) -> None:
+        try:
+            while self._queue and self._error is None:
+                batch = list(self._queue)
+                started = time.perf_counter()
                 try:
-                    await previous
-                except BaseException:
+                    await self._put_steps([step for step, _ in batch])
+                except BaseException as exc:
+                    self._error = exc
+                    self._queue.clear()
                     return
-            try:
-                await make()
-            except BaseException as exc:
-                self._error = exc
-                raise
-            finally:
-                self._pending -= 1
+                seconds = time.perf_counter() - started
+                for _ in batch:
+                    self._queue.popleft()
+                for _, on_saved in batch:
+                    if on_saved is not None:
+                        on_saved(seconds)
+        finally:
+            if self._idle is not None:
+                self._idle.set()
 
-        self._pending += 1
-        task = asyncio.ensure_future(job())
-        task.add_done_callback(_silence)
-        self._tail = task
+    async def _put_steps(self, steps: Sequence[StepSave]) -> None:
+        aput_steps = getattr(self.saver, "aput_steps", None)
+        if aput_steps is not None:
+            await aput_steps(steps)
+            return
+        for config, task_writes, checkpoint, metadata, new_versions in steps:
+            if checkpoint is None:
+                for task_id, path, writes in task_writes:
+                    await self.saver.aput_writes(config, writes, task_id, path)
+            else:
+                await aput_step(
+                    self.saver,
+                    config,
+                    task_writes,
+                    checkpoint,
+                    metadata or {},
+                    new_versions,
+                )
 
     def put_writes(
         self,
@@ -225,7 +286,7 @@ class AsyncPersistence:
         task_id: str,
         path: str,
     ) -> None:
-        self._chain(lambda: self.saver.aput_writes(config, writes, task_id, path))
+        self._submit(((config, [(task_id, path, writes)], None, None, {}), None))
 
     def put_step(
         self,
@@ -236,28 +297,21 @@ class AsyncPersistence:
         new_versions: ChannelVersions,
         on_saved: Callable[[float], None] | None = None,
     ) -> None:
-        async def job() -> None:
-            started = time.perf_counter()
-            await aput_step(
-                self.saver, config, task_writes, checkpoint, metadata, new_versions
-            )
-            if on_saved is not None:
-                on_saved(time.perf_counter() - started)
-
-        self._chain(job)
+        self._submit(
+            ((config, task_writes, checkpoint, metadata, new_versions), on_saved)
+        )
 
     def flush(self) -> None:
         """Nothing to do synchronously; the driver awaits :meth:`aflush`."""
 
     @property
     def needs_backpressure(self) -> bool:
-        return self._pending >= MAX_QUEUED_SAVES
+        return len(self._queue) >= MAX_QUEUED_SAVES
 
     async def aflush(self) -> None:
-        tail = self._tail
-        if tail is not None:
-            with contextlib.suppress(BaseException):
-                await tail
+        lane = self._lane
+        if lane is not None and not lane.done():
+            await asyncio.wait({lane})
         if self._error is not None:
             error, self._error = self._error, None
             raise error

@@ -32,6 +32,7 @@ from engine.channels.base import BaseChannel
 from engine.checkpoint.base import (
     BaseCheckpointSaver,
     Checkpoint,
+    CheckpointSummary,
     CheckpointTuple,
     empty_checkpoint,
     require_thread_id,
@@ -356,10 +357,168 @@ def get_state_history(
 ) -> Iterator[StateSnapshot]:
     merged, _ = graph._resolve(config)
     saver = _saver_or_raise(graph, merged)
-    for saved in saver.list(
-        _history_config(merged), filter=filter, before=before, limit=limit
-    ):
-        yield snapshot_from(graph, saved, live=False, saver=saver)
+    history_config = _history_config(merged)
+    summaries = saver.list_summaries(
+        history_config, filter=filter, before=before, limit=limit
+    )
+    page: list[CheckpointSummary] = []
+    page_before = before
+    for summary in summaries:
+        page.append(summary)
+        if len(page) == HISTORY_PAGE:
+            loader = _PageLoader(
+                graph, saver, history_config, filter, page_before, len(page)
+            )
+            yield from (_LazySnapshot.of(s, loader) for s in page)
+            page_before, page = page[-1].config, []
+    if page:
+        loader = _PageLoader(
+            graph, saver, history_config, filter, page_before, len(page)
+        )
+        yield from (_LazySnapshot.of(s, loader) for s in page)
+
+
+HISTORY_PAGE = 50
+"""History snapshots load their values a page at a time, on first use."""
+
+
+class _PageLoader:
+    """Loads one page of history (values, writes) the first time a snapshot needs it."""
+
+    __slots__ = ("before", "config", "filter", "graph", "limit", "saver", "tuples")
+
+    def __init__(
+        self,
+        graph: Pregel,
+        saver: BaseCheckpointSaver,
+        config: RunnableConfig,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int,
+    ) -> None:
+        self.graph = graph
+        self.saver = saver
+        self.config = config
+        self.filter = filter
+        self.before = before
+        self.limit = limit
+        self.tuples: dict[str, CheckpointTuple] | None = None
+
+    def snapshot(self, config: RunnableConfig) -> StateSnapshot:
+        checkpoint_id = config[CONF][CONFIG_KEY_CHECKPOINT_ID]
+        if self.tuples is None:
+            self.tuples = {
+                t.checkpoint["id"]: t
+                for t in self.saver.list(
+                    self.config,
+                    filter=self.filter,
+                    before=self.before,
+                    limit=self.limit,
+                )
+            }
+        saved = self.tuples.get(checkpoint_id)
+        if saved is None:  # deleted meanwhile, or a page boundary moved: load it alone
+            saved = self.saver.get_tuple(
+                {
+                    CONF: {
+                        **self.config.get(CONF, {}),
+                        CONFIG_KEY_CHECKPOINT_ID: checkpoint_id,
+                    }
+                }
+            )
+        if saved is None:
+            raise KeyError(f"checkpoint {checkpoint_id} is no longer stored")
+        return snapshot_from(self.graph, saved, live=False, saver=self.saver)
+
+
+class _LazySnapshot(StateSnapshot):
+    """A history entry: config, metadata and ``next`` at once; values and tasks when used.
+
+    Behaves as a :class:`StateSnapshot` (fields, indexing, unpacking, equality);
+    the first access to ``values``, ``tasks`` or ``interrupts`` loads its page.
+    """
+
+    _loader: _PageLoader
+    _full: StateSnapshot | None
+
+    @classmethod
+    def of(cls, summary: CheckpointSummary, loader: _PageLoader) -> _LazySnapshot:
+        metadata = dict(summary.metadata)
+        known_next = metadata.get("next")
+        snapshot = cls(
+            values=None,
+            next=tuple(known_next) if isinstance(known_next, list) else (),
+            config=_public_config(summary.config) or summary.config,
+            metadata=metadata,
+            created_at=summary.created_at,
+            parent_config=_public_config(summary.parent_config),
+            tasks=(),
+            interrupts=(),
+        )
+        snapshot._loader = loader
+        snapshot._full = None
+        snapshot._has_next = isinstance(known_next, list)  # type: ignore[attr-defined]
+        return snapshot
+
+    def _load(self) -> StateSnapshot:
+        if self._full is None:
+            self._full = self._loader.snapshot(_field(self, 2))
+        return self._full
+
+    @property
+    def values(self) -> Any:
+        return self._load().values
+
+    @property
+    def next(self) -> tuple[str, ...]:
+        if self._has_next:  # type: ignore[attr-defined]
+            known: tuple[str, ...] = _field(self, 1)
+            return known
+        return self._load().next
+
+    @property
+    def tasks(self) -> tuple[PregelTask, ...]:
+        return self._load().tasks
+
+    @property
+    def interrupts(self) -> tuple[Interrupt, ...]:
+        return self._load().interrupts
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._load())
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._load()[index]
+
+    def __len__(self) -> int:
+        return len(StateSnapshot._fields)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            tuple(self._load()) == tuple(other)
+            if isinstance(other, tuple)
+            else NotImplemented
+        )
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self._load())
+
+    def _asdict(self) -> dict[str, Any]:
+        return self._load()._asdict()
+
+    def _replace(self, **changes: Any) -> StateSnapshot:  # type: ignore[override]
+        return self._load()._replace(**changes)
+
+
+def _field(snapshot: tuple[Any, ...], index: int) -> Any:
+    """The stored tuple item (bypassing the lazy properties)."""
+    return tuple.__getitem__(snapshot, index)
 
 
 async def aget_state_history(
@@ -559,6 +718,17 @@ def plan_update(
         "writes": {as_node: list(values) if isinstance(values, dict) else []}
         if as_node != END
         else None,
+        "next": [
+            task.name
+            for task in prepare_next_tasks(
+                checkpoint,
+                graph.nodes,
+                channels,
+                step + 2,
+                checkpoint_ns=ns,
+                for_execution=False,
+            ).values()
+        ],
     }
     return plan
 
