@@ -7,12 +7,14 @@ from django.contrib.auth import authenticate
 from django.contrib.auth.models import Group, User
 from django.core.management import call_command
 
+from studio.models import Run
+
 pytestmark = pytest.mark.django_db
 
 
-def _seed() -> str:
+def _seed(*args: str) -> str:
     out = StringIO()
-    call_command("seed_demo", stdout=out)
+    call_command("seed_demo", *args, stdout=out)
     return out.getvalue()
 
 
@@ -36,3 +38,23 @@ def test_seed_demo_runs_again_without_changes() -> None:
     assert User.objects.filter(username="demo").count() == 1
     assert User.objects.get(username="demo").password == password
     assert Group.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_seed_demo_queues_one_run_per_demo_graph_once(settings) -> None:
+    settings.STUDIO_GRAPHS = {
+        "purchase": "studio.graphs.purchase:build",
+        "research": "studio.graphs.research:build",
+    }
+
+    assert "Queued demo runs: purchase, research." in _seed()
+    _seed()
+
+    assert sorted(Run.objects.values_list("graph", flat=True)) == ["purchase", "research"]
+    assert set(Run.objects.values_list("created_by__username", flat=True)) == {"demo"}
+
+
+def test_seed_demo_without_runs() -> None:
+    _seed("--no-runs")
+
+    assert Run.objects.count() == 0
