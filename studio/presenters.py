@@ -12,10 +12,12 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from studio.services.diff import MISSING, Change, ValueText, summarize
 
 __all__ = (
+    "ActivityView",
     "BlameEntry",
     "BlameView",
     "BranchView",
@@ -26,6 +28,7 @@ __all__ = (
     "ForkFormView",
     "InterruptView",
     "KeyValue",
+    "NodeState",
     "StepPanel",
     "TaskView",
     "ThreadListPage",
@@ -264,6 +267,9 @@ class StepPanel:
     waterfall: WaterfallStep | None = None
     before: str = ""
     """The timeline cursor to keep in links."""
+    follow: bool = False
+    """Shown by default as the thread's newest step: when a run finishes, the page
+    swaps in the new newest step (else it refreshes this one)."""
 
     @property
     def short_id(self) -> str:
@@ -288,6 +294,32 @@ class StepPanel:
     @property
     def can_replay(self) -> bool:
         return bool(self.nodes_next)
+
+
+# -- live activity ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NodeState:
+    """A node of the thread's graph and its state in the active run."""
+
+    node: str
+    state: str
+    """"" (idle) / running / done / interrupted / failed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ActivityView:
+    """The Activity panel: the newest run events, and where the WebSocket resumes."""
+
+    thread_id: str
+    events: tuple[dict[str, Any], ...]
+    """``studio.services.live.event_view`` dicts, oldest first."""
+    last_event_id: int
+    """The socket asks for the events after this one (0: all)."""
+    older: bool
+    """The thread has older events than those shown."""
+    nodes: tuple[NodeState, ...]
 
 
 # -- fork tree ------------------------------------------------------------------------

@@ -114,7 +114,9 @@ if REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    # In-memory, in one process; publishes from the embedded worker thread wake the
+    # consumers at once (studio/layers.py says why Channels' own layer would not).
+    CHANNEL_LAYERS = {"default": {"BACKEND": "studio.layers.EmbeddedChannelLayer"}}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": f"django.contrib.auth.password_validation.{name}"}

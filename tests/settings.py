@@ -27,7 +27,7 @@ DATABASES = {
         base_dir=BASE_DIR,
     )
 }
-CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+CHANNEL_LAYERS = {"default": {"BACKEND": "studio.layers.EmbeddedChannelLayer"}}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 SERVE_STATIC = True

@@ -21,6 +21,7 @@ from studio import registry
 from studio.errors import GraphUnavailable, InvalidInput
 from studio.models import Run, Thread
 from studio.presenters import (
+    ActivityView,
     BranchView,
     InterruptView,
     KeyValue,
@@ -33,7 +34,7 @@ from studio.presenters import (
     TimelineRow,
     present_changes,
 )
-from studio.services import fork_tree, graphs, waterfall
+from studio.services import fork_tree, graphs, live, waterfall
 from studio.services.checkpoints import (
     ThreadHistory,
     checkpoint_id_of,
@@ -51,6 +52,7 @@ __all__ = (
     "THREADS_PER_PAGE",
     "ThreadPage",
     "list_threads",
+    "newest_panel",
     "step_panel",
     "thread_page",
     "timeline",
@@ -78,6 +80,7 @@ class ThreadPage:
     panel: StepPanel | None
     tree: BranchView | None
     svg: SafeString | None
+    activity: ActivityView
     svg_problem: str = ""
 
 
@@ -137,17 +140,30 @@ def _row(thread: Thread) -> ThreadRow:
 def thread_page(
     user: Any, thread_id: str, *, checkpoint_id: str = "", before: str = ""
 ) -> ThreadPage:
-    """The thread page: timeline, selected step (default: the page's newest), tree, SVG."""
+    """The thread page: timeline, selected step (default: the page's newest), tree, SVG,
+    and the Activity panel its WebSocket continues.
+
+    The events are read before the thread's status, and the status before the
+    checkpoints: whatever happens after a read reaches the page over the socket
+    (a run's last event is appended after its thread is settled), so the page never
+    shows a state older than the events it says it has.
+    """
     thread = visible_thread(user, thread_id)
     history = ThreadHistory(thread)
-    summary = _summary(thread)
     if checkpoint_id:
         history.saved(checkpoint_id)  # 404 before anything else
+    activity = live.activity(thread.thread_id, history.nodes)
+    thread.refresh_from_db(fields=("status", "has_state", "updated_at"))
+    summary = _summary(thread)
     line = _timeline(history, summary, before=before, selected=checkpoint_id)
     selected = checkpoint_id or (line.rows[0].checkpoint_id if line.rows else "")
     if selected and not checkpoint_id:
         line = _timeline_with(line, selected)
-    panel = _panel(history, selected, before) if selected else None
+    panel = (
+        _panel(history, selected, before, follow=not (checkpoint_id or before))
+        if selected
+        else None
+    )
     svg, problem = _drawing(thread.graph)
     return ThreadPage(
         thread=summary,
@@ -155,6 +171,7 @@ def thread_page(
         panel=panel,
         tree=fork_tree.fork_tree(thread, selected),
         svg=svg,
+        activity=activity,
         svg_problem=problem,
     )
 
@@ -175,6 +192,19 @@ def step_panel(
     """One checkpoint: the writes that made it, its diff, the next step's tasks."""
     thread = visible_thread(user, thread_id)
     return _panel(ThreadHistory(thread), checkpoint_id, before)
+
+
+def newest_panel(user: Any, thread_id: str) -> StepPanel | None:
+    """The step panel of the thread's newest checkpoint (None without checkpoints).
+
+    What the thread page shows by default, and swaps in when a run finishes.
+    """
+    thread = visible_thread(user, thread_id)
+    history = ThreadHistory(thread)
+    newest = history.page(limit=1)
+    if not newest:
+        return None
+    return _panel(history, checkpoint_id_of(newest[0].config), "", follow=True)
 
 
 def _summary(thread: Thread) -> ThreadSummary:
@@ -245,7 +275,9 @@ def _timeline_with(line: Timeline, selected: str) -> Timeline:
     return replace(line, rows=rows)
 
 
-def _panel(history: ThreadHistory, checkpoint_id: str, before: str) -> StepPanel:
+def _panel(
+    history: ThreadHistory, checkpoint_id: str, before: str, *, follow: bool = False
+) -> StepPanel:
     snapshot = history.snapshot(checkpoint_id)
     parent_id = parent_id_of(snapshot)
     parent = history.snapshot(parent_id) if parent_id else None
@@ -280,6 +312,7 @@ def _panel(history: ThreadHistory, checkpoint_id: str, before: str) -> StepPanel
             history.thread.thread_id, str(metadata.get("run_id") or ""), checkpoint_id
         ),
         before=before,
+        follow=follow,
     )
 
 

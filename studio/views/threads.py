@@ -2,7 +2,9 @@
 
 Reading works without JavaScript: every htmx request has a plain-link twin
 that renders the full page. htmx requests get the partial that replaces the
-element they target (``#timeline``, ``#step-panel``, ``#thread-body``).
+element they target (``#timeline``, ``#step-panel``, ``#thread-body``); on the
+thread's address that is the timeline, or the newest step's panel when the
+request targets ``#step-panel`` (the live page refreshes both when a run ends).
 """
 
 from __future__ import annotations
@@ -46,6 +48,12 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
 @require_GET
 def thread_detail(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
     before = request.GET.get("before", "")
+    if _partial(request) and request.htmx.target == "step-panel":
+        # the live page asks for the newest step when a run finishes
+        panel = threads.newest_panel(request.user, thread_id)
+        return render(
+            request, f"{DETAIL}#step-panel", {"panel": panel, "thread_id": thread_id}
+        )
     if _partial(request):
         line = threads.timeline(
             request.user,

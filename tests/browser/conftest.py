@@ -17,20 +17,9 @@ from playwright.sync_api import (
     sync_playwright,
 )
 
-from tests._support.live_server import LiveServer, live_server
+from tests._support.browser import CHROMIUM, CHROMIUM_ARGS
+from tests._support.live_server import TEST_GRAPHS, LiveServer, live_server
 from tests._support.services import unavailable
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @pytest.hookimpl(tryfirst=True)  # mark before `-m` deselects
@@ -45,7 +34,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="package")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with live_server(tmp_path_factory.mktemp("live")) as running:
+    with live_server(tmp_path_factory.mktemp("live"), graphs=TEST_GRAPHS) as running:
         yield running
 
 

@@ -55,7 +55,7 @@ def test_embedded_defaults() -> None:
 
     assert values == {
         "db": "django.db.backends.sqlite3",
-        "layer": "channels.layers.InMemoryChannelLayer",
+        "layer": "studio.layers.EmbeddedChannelLayer",
         "debug": False,
         "embedded": True,
         "serve_static": True,

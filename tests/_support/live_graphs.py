@@ -1,0 +1,40 @@
+"""Graphs the browser tests' live server registers besides the demo graphs.
+
+``gate`` keeps the (one, embedded) worker busy until a file exists, so runs
+queued after it wait: a test can open their page before they start
+(``LiveServer.worker_held``).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, TypedDict
+
+from engine.graph import END, START, StateGraph
+
+__all__ = ("gate",)
+
+GATE_LIMIT = 60.0
+"""Seconds the gate waits at most (a test that never releases it still ends)."""
+
+
+class GateState(TypedDict, total=False):
+    release: str
+    waited: float
+
+
+def _wait(state: GateState) -> dict[str, Any]:
+    started = time.monotonic()
+    release = Path(state["release"])
+    while not release.exists() and time.monotonic() - started < GATE_LIMIT:
+        time.sleep(0.02)
+    return {"waited": time.monotonic() - started}
+
+
+def gate() -> Any:
+    graph: StateGraph[Any, Any, Any, Any] = StateGraph(GateState)
+    graph.add_node("wait", _wait)
+    graph.add_edge(START, "wait")
+    graph.add_edge("wait", END)
+    return graph.compile(name="gate")

@@ -1,0 +1,387 @@
+"""The thread page's live parts: the Activity panel, the socket's fragments, refreshes.
+
+Graphs really run (``tests._support.threads``); fragments are rendered as the
+consumer renders them (``components/_run_event.html`` from ``live.event_view``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import User
+from django.template.loader import render_to_string
+from django.test import Client, override_settings
+
+from studio.asgi import application
+from studio.models import Run, RunEvent, Thread
+from studio.services import events as run_events
+from studio.services import live
+from studio.services.runs import start_run
+from tests._support.threads import GRAPHS, XSS, checkpoint_id, checkpoints, run_now
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+REQUEST = {
+    "request_id": "R-7",
+    "approval_version": 1,
+    "amount_minor": 250_000,
+    "vendor": "Acme",
+}
+
+
+@pytest.fixture(autouse=True)
+def _graphs() -> Any:
+    with override_settings(STUDIO_GRAPHS=GRAPHS):
+        yield
+
+
+@pytest.fixture
+def ada() -> User:
+    return User.objects.create_user("ada", password="pw")
+
+
+@pytest.fixture
+def signed_in(client: Client, ada: User) -> Client:
+    client.force_login(ada)
+    return client
+
+
+@pytest.fixture
+def purchase_thread(ada: User) -> str:
+    """A purchase waiting for its human review."""
+    return run_now(ada, "purchase", REQUEST).thread_id
+
+
+def html_of(response: Any) -> str:
+    return response.content.decode()
+
+
+def fragment(row: RunEvent) -> str:
+    return render_to_string(
+        "components/_run_event.html", {"event": live.event_view(row)}
+    )
+
+
+def event_ids(thread_id: str) -> list[int]:
+    return list(
+        RunEvent.objects.filter(thread_id=thread_id)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+
+
+# -- the page --------------------------------------------------------------------------
+
+
+def test_activity_panel_lists_the_newest_events_and_resumes_the_socket_after_them(
+    signed_in: Client, purchase_thread: str
+) -> None:
+    ids = event_ids(purchase_thread)
+
+    html = html_of(signed_in.get(f"/threads/{purchase_thread}/"))
+
+    shown = [int(i) for i in re.findall(r'<li id="event-(\d+)"', html)]
+    assert shown == ids  # oldest first, newest last
+    assert (
+        f'hx-ext="ws" ws-connect="/ws/threads/{purchase_thread}/?after={ids[-1]}"'
+        in html
+    )
+    assert f'<span id="last-event-id" data-last-event="{ids[-1]}" hidden>' in html
+    assert "run paused: waiting for input" in html
+    assert "Older events are not shown" not in html
+
+
+def test_page_has_every_target_of_the_socket_fragments(
+    signed_in: Client, purchase_thread: str
+) -> None:
+    html = html_of(signed_in.get(f"/threads/{purchase_thread}/"))
+
+    assert '<ol id="run-events" class="run-events">' in html
+    assert (
+        '<span id="run-status" class="badge badge--interrupted" '
+        'data-status="interrupted">interrupted</span>' in html
+    )
+    for node in ("normalize", "budget", "compliance", "human_review", "execute"):
+        # idle after the run: node states are only shown while a run is active
+        assert (
+            f'<span id="node-state-{node}" class="node-state node-state--idle" '
+            f'data-node="{node}" data-state="">' in html
+        )
+        # the drawing's node it is mirrored onto (Graphviz writes "-" as "&#45;")
+        assert f'id="node-{node}"' in html.replace("&#45;", "-")
+
+
+def test_activity_shows_only_the_newest_events_of_a_long_log(
+    signed_in: Client, ada: User
+) -> None:
+    thread = Thread.objects.create(graph="purchase", owner=ada)
+    run = Run.objects.create(thread=thread, graph="purchase")
+    RunEvent.objects.bulk_create(
+        RunEvent(run=run, thread=thread, kind="custom", payload={"payload": i})
+        for i in range(live.ACTIVITY_LIMIT + 5)
+    )
+    ids = event_ids(thread.thread_id)
+
+    html = html_of(signed_in.get(f"/threads/{thread.thread_id}/"))
+
+    shown = [int(i) for i in re.findall(r'<li id="event-(\d+)"', html)]
+    assert shown == ids[-live.ACTIVITY_LIMIT :]
+    assert "Older events are not shown" in html
+    assert f"?after={ids[-1]}" in html
+
+
+def test_node_states_of_an_active_run_are_rendered_from_its_events(ada: User) -> None:
+    thread = Thread.objects.create(graph="purchase", owner=ada)
+    old = Run.objects.create(thread=thread, graph="purchase")
+    run_events.append(old, "task.start", {"node": "reject", "step": 4, "ns": []})
+    run_events.append(old, "run.status", {"status": "success"})
+    new = Run.objects.create(thread=thread, graph="purchase")
+    run_events.append(new, "run.status", {"status": "running"})
+    run_events.append(new, "task.end", {"node": "normalize", "step": 1, "ns": []})
+    run_events.append(new, "task.start", {"node": "budget", "step": 2, "ns": []})
+    run_events.append(
+        new, "task.start", {"node": "budget", "step": 1, "ns": ["sub:1"]}
+    )  # a subgraph's node of the same name is not the drawing's
+
+    view = live.activity(thread.thread_id, ["normalize", "budget", "reject"])
+
+    assert {s.node: s.state for s in view.nodes} == {
+        "normalize": "done",
+        "budget": "running",
+        "reject": "",
+    }
+
+
+def test_empty_thread_page_has_an_empty_activity_and_a_refreshable_step_panel(
+    signed_in: Client, ada: User
+) -> None:
+    thread = Thread.objects.create(graph="purchase", owner=ada)
+
+    html = html_of(signed_in.get(f"/threads/{thread.thread_id}/"))
+
+    assert f'ws-connect="/ws/threads/{thread.thread_id}/?after=0"' in html
+    assert "No run events yet." in html
+    assert (
+        f'<section id="step-panel" class="panel step-panel" data-checkpoint="" '
+        f'data-highlight="{{}}" data-refresh-url="/threads/{thread.thread_id}/">'
+        in html
+    )
+
+
+def test_newest_step_panel_follows_the_thread_and_a_chosen_step_stays(
+    signed_in: Client, purchase_thread: str
+) -> None:
+    newest, older = (
+        checkpoint_id(s) for s in checkpoints("purchase", purchase_thread)[:2]
+    )
+
+    default = html_of(signed_in.get(f"/threads/{purchase_thread}/"))
+    chosen = html_of(signed_in.get(f"/threads/{purchase_thread}/checkpoints/{older}/"))
+
+    assert f'data-checkpoint="{newest}"' in default
+    assert f'data-refresh-url="/threads/{purchase_thread}/" ' in default
+    assert (
+        f'data-refresh-url="/threads/{purchase_thread}/checkpoints/{older}/" ' in chosen
+    )
+    assert f'data-refresh-url="/threads/{purchase_thread}/"' in chosen  # timeline
+
+
+def test_htmx_request_targeting_the_step_panel_gets_the_newest_step(
+    signed_in: Client, purchase_thread: str
+) -> None:
+    newest = checkpoint_id(checkpoints("purchase", purchase_thread)[0])
+
+    html = html_of(
+        signed_in.get(
+            f"/threads/{purchase_thread}/",
+            HTTP_HX_REQUEST="true",
+            HTTP_HX_TARGET="step-panel",
+        )
+    )
+    timeline = html_of(
+        signed_in.get(
+            f"/threads/{purchase_thread}/",
+            HTTP_HX_REQUEST="true",
+            HTTP_HX_TARGET="timeline",
+        )
+    )
+
+    assert html.lstrip().startswith('<section id="step-panel"')
+    assert f'data-checkpoint="{newest}"' in html
+    assert "Paused: waiting for an answer" in html
+    assert timeline.lstrip().startswith('<section id="timeline"')
+
+
+def test_step_panel_refresh_of_an_empty_thread_is_the_empty_panel(
+    signed_in: Client, ada: User
+) -> None:
+    thread = Thread.objects.create(graph="purchase", owner=ada)
+
+    response = signed_in.get(
+        f"/threads/{thread.thread_id}/",
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="step-panel",
+    )
+
+    assert response.status_code == 200
+    assert "No checkpoints yet" in html_of(response)
+
+
+def test_step_panel_refresh_of_another_users_thread_is_not_found(
+    client: Client, purchase_thread: str
+) -> None:
+    client.force_login(User.objects.create_user("bob"))
+
+    response = client.get(
+        f"/threads/{purchase_thread}/",
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="step-panel",
+    )
+
+    assert response.status_code == 404
+
+
+def test_timeline_polls_only_as_a_marked_fallback_while_a_run_is_queued(
+    signed_in: Client, ada: User, purchase_thread: str
+) -> None:
+    start_run(
+        graph="purchase",
+        user=ada,
+        thread_id=purchase_thread,
+        command={"resume": {"action": "approve"}},
+    )
+
+    html = html_of(signed_in.get(f"/threads/{purchase_thread}/"))
+
+    assert re.search(
+        r'<span class="badge badge--running" data-fallback-poll hx-get="[^"]+" '
+        r'hx-trigger="every 2s" hx-target="#timeline" hx-swap="outerHTML">',
+        html,
+    )
+    assert 'data-status="running">running</span>' in html
+
+
+# -- the fragments -----------------------------------------------------------------------
+
+
+def test_task_fragment_appends_the_event_and_sets_the_nodes_state(
+    ada: User, purchase_thread: str
+) -> None:
+    row = RunEvent.objects.filter(
+        thread_id=purchase_thread, kind="task.end", payload__node="human_review"
+    ).get()
+
+    html = fragment(row)
+
+    assert html.count('hx-swap-oob="beforeend:#run-events"') == 1
+    assert f'<li id="event-{row.id}" ' in html and 'data-kind="task.end"' in html
+    assert (
+        '<span id="node-state-human_review" class="node-state '
+        'node-state--interrupted" data-node="human_review" data-state="interrupted">'
+        in html
+    )
+    assert f'<span id="last-event-id" data-last-event="{row.id}" hidden>' in html
+    assert 'id="run-status"' not in html
+    # every top-level element has an id (or an OOB target): nothing for htmx to miss
+    assert "<it>" not in html and "{#" not in html
+
+
+def test_run_status_fragments_say_whether_the_run_finished(
+    ada: User, purchase_thread: str
+) -> None:
+    started, ended = RunEvent.objects.filter(
+        thread_id=purchase_thread, kind="run.status"
+    ).order_by("id")
+
+    assert (
+        '<span id="run-status" class="badge badge--running" data-status="running" '
+        'data-run-status="running" data-finished="false"'
+    ) in fragment(started)
+    assert (
+        '<span id="run-status" class="badge badge--interrupted" '
+        'data-status="interrupted" data-run-status="success" data-finished="true"'
+    ) in fragment(ended)
+    assert "run paused: waiting for input" in fragment(ended)
+
+
+@pytest.mark.parametrize(
+    ("payload", "shown"),
+    [
+        ({"status": "pending"}, "running"),
+        ({"status": "success"}, "done"),
+        ({"status": "success", "interrupted": True}, "interrupted"),
+        ({"status": "error"}, "failed"),
+        ({"status": "timeout"}, "failed"),
+        ({"status": "interrupted", "cancelled": "interrupt"}, "cancelled"),
+    ],
+)
+def test_run_statuses_in_the_words_of_the_thread_badge(
+    payload: dict[str, Any], shown: str
+) -> None:
+    assert live.run_display_status(payload) == shown
+
+
+def test_subgraph_task_fragment_leaves_the_drawing_alone(ada: User) -> None:
+    thread = Thread.objects.create(graph="purchase", owner=ada)
+    run = Run.objects.create(thread=thread, graph="purchase")
+    row = run_events.append(run, "task.start", {"node": "inner", "ns": ["sub:1"]})
+
+    html = fragment(row)
+
+    assert "inner started" in html
+    assert "node-state-" not in html  # no target on the page: htmx would log an error
+
+
+def test_fragment_escapes_node_names(ada: User) -> None:
+    thread = Thread.objects.create(graph="purchase", owner=ada)
+    run = Run.objects.create(thread=thread, graph="purchase")
+    row = run_events.append(run, "task.end", {"node": XSS, "step": 1, "ns": []})
+
+    html = fragment(row)
+
+    assert "<script>" not in html
+    assert 'data-node="&lt;script&gt;alert(1)&lt;/script&gt;"' in html
+
+
+# -- the embedded channel layer ------------------------------------------------------------
+
+
+async def test_a_worker_thread_publishing_wakes_the_socket_at_once(ada: User) -> None:
+    """The embedded worker is a plain thread: its publish must reach the server loop."""
+    thread, run, cookie = await _thread_run_cookie(ada)
+    communicator = WebsocketCommunicator(
+        application,
+        f"/ws/threads/{thread.thread_id}/?format=json",
+        headers=[(b"origin", b"http://localhost"), (b"cookie", cookie)],
+    )
+    await communicator.connect()
+    await communicator.receive_json_from()  # hello
+    appended: list[int] = []
+
+    def worker() -> None:
+        appended.append(
+            run_events.append(run, "task.start", {"node": "budget", "ns": []}).id
+        )
+
+    producer = threading.Thread(target=worker)
+    producer.start()
+    received = await communicator.receive_json_from(timeout=3)
+    await asyncio.to_thread(producer.join)
+
+    assert received["id"] == appended[0]
+    await communicator.disconnect()
+
+
+@sync_to_async
+def _thread_run_cookie(user: User) -> tuple[Thread, Run, bytes]:
+    thread = Thread.objects.create(graph="purchase", owner=user)
+    run = Run.objects.create(thread=thread, graph="purchase")
+    client = Client()
+    client.force_login(user)
+    return thread, run, f"sessionid={client.cookies['sessionid'].value}".encode()
