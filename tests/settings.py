@@ -27,12 +27,17 @@ DATABASES = {
         base_dir=BASE_DIR,
     )
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # A file (not Django's shared-cache in-memory database), one per test process:
+    # the worker's heartbeat thread writes while the worker does, and a shared-cache
+    # memory database answers that with "database table is locked".
+    DATABASES["default"]["TEST"] = {"NAME": str(_TMP / f"test-{os.getpid()}.sqlite3")}
 CHANNEL_LAYERS = {"default": {"BACKEND": "studio.layers.EmbeddedChannelLayer"}}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 SERVE_STATIC = True
 STUDIO_GRAPHS = {}
-STUDIO_CHECKPOINT_DB = _TMP / "checkpoints.sqlite3"
+STUDIO_CHECKPOINT_DB = _TMP / f"checkpoints-{os.getpid()}.sqlite3"
 # Tests drive workers explicitly (studio.services.worker.Worker.run_once).
 STUDIO_EMBEDDED_WORKER = False
 STUDIO_GRAPHS_FILE = ""
