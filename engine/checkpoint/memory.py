@@ -11,7 +11,7 @@ import builtins
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from engine._internal._constants import (
     CONF,
@@ -35,9 +35,11 @@ from engine.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
+    CheckpointSummary,
     CheckpointTuple,
     PendingWrite,
     PruneStrategy,
+    StepSave,
     config_for,
     conflict,
     metadata_matches,
@@ -49,6 +51,16 @@ from engine.checkpoint.serde.base import SerializerProtocol
 __all__ = ("InMemorySaver", "MemorySaver")
 
 _Row = tuple[tuple[str, bytes], tuple[str, bytes], str | None]
+
+
+class _Plan(NamedTuple):
+    """A checked and encoded put, not stored yet."""
+
+    thread_id: str
+    ns: str
+    checkpoint_id: str
+    row: _Row
+    blobs: dict[tuple[str, str, str, str], BlobRecord]
 
 
 class InMemorySaver(BaseCheckpointSaver):
@@ -91,13 +103,6 @@ class InMemorySaver(BaseCheckpointSaver):
     def _head(self, thread_id: str, ns: str) -> str | None:
         rows = self.storage.get(thread_id, {}).get(ns)
         return max(rows) if rows else None
-
-    def _check_head(self, conf: dict[str, Any], thread_id: str, ns: str) -> None:
-        """Fencing: refuse the write if the thread moved past ``EXPECTED_HEAD``."""
-        if EXPECTED_HEAD in conf:
-            head = self._head(thread_id, ns)
-            if head != conf[EXPECTED_HEAD]:
-                raise conflict(thread_id, ns, conf[EXPECTED_HEAD], head)
 
     def _tuple(self, thread_id: str, ns: str, checkpoint_id: str) -> CheckpointTuple:
         cp_typed, meta_typed, parent_id = self.storage[thread_id][ns][checkpoint_id]
@@ -155,42 +160,85 @@ class InMemorySaver(BaseCheckpointSaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
+        with self.lock:
+            result = [
+                self._tuple(thread_id, ns, checkpoint_id)
+                for thread_id, ns, checkpoint_id, _ in self._matches(
+                    config, filter, before, limit
+                )
+            ]
+        yield from result
+
+    def list_summaries(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointSummary]:
+        """Like :meth:`list` without channel values or pending writes."""
+        with self.lock:
+            result: builtins.list[CheckpointSummary] = []
+            for thread_id, ns, checkpoint_id, metadata in self._matches(
+                config, filter, before, limit
+            ):
+                cp_typed, _, parent_id = self.storage[thread_id][ns][checkpoint_id]
+                where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
+                stored = load_stored(self.serde, cp_typed, where)
+                result.append(
+                    CheckpointSummary(
+                        config_for(thread_id, ns, checkpoint_id),
+                        metadata,
+                        config_for(thread_id, ns, parent_id) if parent_id else None,
+                        stored.get("ts") if isinstance(stored, dict) else None,
+                    )
+                )
+        yield from result
+
+    def _matches(
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> builtins.list[tuple[str, str, str, CheckpointMetadata]]:
+        """(thread, ns, id, metadata) of list()'s answer, newest first (lock held)."""
         conf = (config or {}).get(CONF, {})
         thread_filter = conf.get(CONFIG_KEY_THREAD_ID)
         ns_filter = conf.get(CONFIG_KEY_CHECKPOINT_NS)
         id_filter = conf.get(CONFIG_KEY_CHECKPOINT_ID)
         before_id = (before or {}).get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID)
-        with self.lock:
-            candidates: list[tuple[str, str, str]] = []
-            for thread_id, namespaces in self.storage.items():
-                if thread_filter is not None and thread_id != str(thread_filter):
+        candidates: builtins.list[tuple[str, str, str]] = []
+        for thread_id, namespaces in self.storage.items():
+            if thread_filter is not None and thread_id != str(thread_filter):
+                continue
+            if self._expired(thread_id):
+                continue
+            for ns, rows in namespaces.items():
+                if ns_filter is not None and ns != ns_filter:
                     continue
-                if self._expired(thread_id):
-                    continue
-                for ns, rows in namespaces.items():
-                    if ns_filter is not None and ns != ns_filter:
+                for checkpoint_id in rows:
+                    if id_filter is not None and checkpoint_id != id_filter:
                         continue
-                    for checkpoint_id in rows:
-                        if id_filter is not None and checkpoint_id != id_filter:
-                            continue
-                        if before_id is not None and checkpoint_id >= before_id:
-                            continue
-                        candidates.append((checkpoint_id, thread_id, ns))
-            candidates.sort(reverse=True)
-            count = 0
-            result: list[CheckpointTuple] = []
-            for checkpoint_id, thread_id, ns in candidates:
-                if limit is not None and count >= limit:
-                    break
-                if filter:
-                    meta = self.serde.loads_typed(
-                        self.storage[thread_id][ns][checkpoint_id][1]
-                    )
-                    if not metadata_matches(meta, filter):
+                    if before_id is not None and checkpoint_id >= before_id:
                         continue
-                result.append(self._tuple(thread_id, ns, checkpoint_id))
-                count += 1
-        yield from result
+                    candidates.append((checkpoint_id, thread_id, ns))
+        candidates.sort(reverse=True)
+        result: builtins.list[tuple[str, str, str, CheckpointMetadata]] = []
+        for checkpoint_id, thread_id, ns in candidates:
+            if limit is not None and len(result) >= limit:
+                break
+            where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
+            metadata: CheckpointMetadata = load_stored(
+                self.serde,
+                self.storage[thread_id][ns][checkpoint_id][1],
+                f"metadata of {where}",
+            )
+            if filter and not metadata_matches(metadata, filter):
+                continue
+            result.append((thread_id, ns, checkpoint_id, metadata))
+        return result
 
     # -- writes ------------------------------------------------------------------
 
@@ -211,10 +259,35 @@ class InMemorySaver(BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        plan = self._plan_put(config, checkpoint, metadata, new_versions, {}, {})
+        return self._apply(plan)
+
+    def _plan_put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        batch_heads: dict[tuple[str, str], str],
+        pending: dict[tuple[str, str, str, str], BlobRecord],
+    ) -> _Plan:
+        """Check and encode a put without storing anything (lock held).
+
+        ``batch_heads`` and ``pending`` carry what earlier entries of the same
+        batch will store: their newest checkpoint id per thread and namespace,
+        the values they add.
+        """
         conf = config.get(CONF, {})
         thread_id = str(require_thread_id(config))
         ns = conf.get(CONFIG_KEY_CHECKPOINT_NS, "") or ""
-        self._check_head(conf, thread_id, ns)
+        place = (thread_id, ns)
+        if EXPECTED_HEAD in conf:
+            head = max(
+                (h for h in (self._head(thread_id, ns), batch_heads.get(place)) if h),
+                default=None,
+            )
+            if head != conf[EXPECTED_HEAD]:
+                raise conflict(thread_id, ns, conf[EXPECTED_HEAD], head)
         stored = {
             k: v
             for k, v in checkpoint.items()
@@ -225,15 +298,14 @@ class InMemorySaver(BaseCheckpointSaver):
         blobs: dict[tuple[str, str, str, str], BlobRecord] = {}
         for channel, version in new_versions.items():
             key = (thread_id, ns, channel, str(version))
-            if key in self.blobs:
+            if key in self.blobs or key in pending or key in blobs:
                 continue
             if channel in values:
                 delta = deltas.get(channel)
-                base = (
-                    self.blobs.get((thread_id, ns, channel, str(delta[0])))
-                    if delta is not None
-                    else None
-                )
+                base = None
+                if delta is not None:
+                    base_key = (thread_id, ns, channel, str(delta[0]))
+                    base = pending.get(base_key) or self.blobs.get(base_key)
                 blobs[key] = encode_blob(self.serde, values[channel], delta, base)
             else:
                 blobs[key] = BlobRecord("empty", "empty", b"")
@@ -242,13 +314,19 @@ class InMemorySaver(BaseCheckpointSaver):
             self.serde.dumps_typed(dict(metadata)),
             conf.get(CONFIG_KEY_CHECKPOINT_ID),
         )
-        self.blobs.update(blobs)
-        self.storage.setdefault(thread_id, {}).setdefault(ns, {})[checkpoint["id"]] = (
-            row
-        )
+        pending.update(blobs)
+        batch_heads[place] = max(batch_heads.get(place) or "", checkpoint["id"])
+        return _Plan(thread_id, ns, checkpoint["id"], row, blobs)
+
+    def _apply(self, plan: _Plan) -> RunnableConfig:
+        """Store a planned put (lock held)."""
+        self.blobs.update(plan.blobs)
+        self.storage.setdefault(plan.thread_id, {}).setdefault(plan.ns, {})[
+            plan.checkpoint_id
+        ] = plan.row
         if self.default_ttl is not None:
-            self.deadlines[thread_id] = ttl_deadline(self.default_ttl)  # type: ignore[assignment]
-        return config_for(thread_id, ns, checkpoint["id"])
+            self.deadlines[plan.thread_id] = ttl_deadline(self.default_ttl)  # type: ignore[assignment]
+        return config_for(plan.thread_id, plan.ns, plan.checkpoint_id)
 
     def put_writes(
         self,
@@ -324,6 +402,59 @@ class InMemorySaver(BaseCheckpointSaver):
             for task_id, path, task_encoded in encoded:
                 self._store_writes(config, task_encoded, task_id, path)
             return stored
+
+    def put_steps(
+        self, steps: Sequence[StepSave]
+    ) -> builtins.list[RunnableConfig | None]:
+        """Several steps (and writes-only entries) in order, under the lock.
+
+        Every entry is checked (fencing against the head the entries before it
+        leave) and encoded before anything is stored, so when one fails nothing
+        of the batch is kept, as in the SQL savers' single transaction.
+        """
+        encoded: builtins.list[
+            builtins.list[
+                tuple[str, str, builtins.list[tuple[int, str, tuple[str, bytes]]]]
+            ]
+        ] = []
+        for config, task_writes, checkpoint, _, _ in steps:
+            conf = config.get(CONF, {})
+            if checkpoint is None:
+                require_thread_id(config)
+                if conf.get(CONFIG_KEY_CHECKPOINT_ID) is None:
+                    raise ValueError(
+                        "put_writes() needs a config that addresses a checkpoint_id"
+                    )
+            elif conf.get(CONFIG_KEY_CHECKPOINT_ID) is None:
+                task_writes = ()  # a first checkpoint has no parent to write against
+            encoded.append(
+                [
+                    (task_id, path, self._encode_writes(writes))
+                    for task_id, path, writes in task_writes
+                ]
+            )
+        with self.lock:
+            batch_heads: dict[tuple[str, str], str] = {}
+            pending: dict[tuple[str, str, str, str], BlobRecord] = {}
+            plans = [
+                None
+                if checkpoint is None
+                else self._plan_put(
+                    config,
+                    checkpoint,
+                    metadata or {},
+                    new_versions,
+                    batch_heads,
+                    pending,
+                )
+                for config, _, checkpoint, metadata, new_versions in steps
+            ]
+            results: builtins.list[RunnableConfig | None] = []
+            for (config, *_), writes, plan in zip(steps, encoded, plans, strict=True):
+                for task_id, path, task_encoded in writes:
+                    self._store_writes(config, task_encoded, task_id, path)
+                results.append(None if plan is None else self._apply(plan))
+            return results
 
     # -- retention ---------------------------------------------------------------
 
@@ -480,6 +611,24 @@ class InMemorySaver(BaseCheckpointSaver):
         task_path: str = "",
     ) -> None:
         self.put_writes(config, writes, task_id, task_path)
+
+    async def alist_summaries(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointSummary]:
+        for item in self.list_summaries(
+            config, filter=filter, before=before, limit=limit
+        ):
+            yield item
+
+    async def aput_steps(
+        self, steps: Sequence[StepSave]
+    ) -> builtins.list[RunnableConfig | None]:
+        return self.put_steps(steps)
 
     async def aput_step(
         self,

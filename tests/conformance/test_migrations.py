@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import sqlite3
 
+import orjson
 import psycopg
 import pytest
 
@@ -88,3 +89,43 @@ def test_using_a_saver_before_setup_says_to_call_setup(sql_spec: SaverSpec) -> N
             saver.get_tuple(make_config("t1"))
         with pytest.raises(Exception, match=r"call the saver's setup\(\)"):
             save_chain(saver, "t1", 1)
+
+
+def _downgrade_to_v0(spec: SaverSpec) -> None:
+    """Put the rows back in v0's layout (the checkpoint's id and ts inside its
+    JSON, no ts column), as a database written before v1 has them."""
+    text = "checkpoint::text" if spec.kind == "postgres" else "CAST(checkpoint AS TEXT)"
+    cast = "%s::json" if spec.kind == "postgres" else "%s"
+    rows = spec.execute(f"SELECT checkpoint_id, ts, {text} FROM engine_checkpoints")
+    for checkpoint_id, ts, payload in rows:
+        stored = orjson.loads(payload)
+        whole = {"v": stored.pop("v"), "id": checkpoint_id, "ts": ts, **stored}
+        spec.execute(
+            f"UPDATE engine_checkpoints SET checkpoint = {cast} "
+            "WHERE checkpoint_id = %s",
+            (
+                orjson.dumps(whole).decode()
+                if spec.kind == "postgres"
+                else orjson.dumps(whole),
+                checkpoint_id,
+            ),
+        )
+    spec.execute("ALTER TABLE engine_checkpoints DROP COLUMN ts")
+    spec.execute("DELETE FROM engine_checkpoint_migrations WHERE v >= 1")
+
+
+def test_rows_written_before_the_ts_column_read_the_same(sql_spec: SaverSpec) -> None:
+    with sql_spec.open() as saver:
+        save_chain(saver, "t1", 3)
+        tuples = list(saver.list(make_config("t1")))
+        summaries = list(saver.list_summaries(make_config("t1")))
+    _downgrade_to_v0(sql_spec)
+
+    with sql_spec.open() as upgraded:  # setup() applies v1 again
+        assert list(upgraded.list(make_config("t1"))) == tuples
+        assert list(upgraded.list_summaries(make_config("t1"))) == summaries
+        assert upgraded.get_tuple(make_config("t1")) == tuples[0]
+        save_chain(upgraded, "t2", 2)  # new rows beside old ones
+        assert len(list(upgraded.list_summaries(None))) == 5
+    assert _versions(sql_spec) == _all_versions(sql_spec)
+    assert [s.created_at for s in summaries] == [t.checkpoint["ts"] for t in tuples]

@@ -211,18 +211,30 @@ def test_sql_can_read_stored_checkpoints(
         checkpoint["channel_versions"],
     )
 
+    # the id and creation time have their own columns (not repeated in the JSON)
     if saver_spec.kind == "postgres":
         rows = saver_spec.execute(
-            "SELECT c.metadata->>'user', c.checkpoint->>'id', convert_from(b.blob, 'UTF8') "
+            "SELECT c.metadata->>'user', c.checkpoint_id, c.ts, "
+            "c.checkpoint->'channel_versions'->>'msg', convert_from(b.blob, 'UTF8') "
             "FROM engine_checkpoints c JOIN engine_checkpoint_blobs b USING (thread_id) "
             "WHERE b.channel = 'msg'"
         )
     else:
         rows = saver_spec.execute(
             "SELECT json_extract(CAST(c.metadata AS TEXT), '$.user'), "
-            "json_extract(CAST(c.checkpoint AS TEXT), '$.id'), CAST(b.blob AS TEXT) "
+            "c.checkpoint_id, c.ts, "
+            "json_extract(CAST(c.checkpoint AS TEXT), '$.channel_versions.msg'), "
+            "CAST(b.blob AS TEXT) "
             "FROM engine_checkpoints c JOIN engine_checkpoint_blobs b USING (thread_id) "
             "WHERE b.channel = 'msg'"
         )
 
-    assert rows == [("ann", checkpoint["id"], '"hi"')]
+    assert rows == [
+        (
+            "ann",
+            checkpoint["id"],
+            checkpoint["ts"],
+            checkpoint["channel_versions"]["msg"],
+            '"hi"',
+        )
+    ]

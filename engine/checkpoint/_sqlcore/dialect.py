@@ -1,13 +1,14 @@
 """The SQL both backends run, written once, and what each dialect changes in it.
 
 Statements are templates with ``%s`` placeholders (psycopg's style; SQLite's
-``?`` is substituted) and two fragments a dialect supplies: how a list of key
-tuples is passed as one parameter (``{keys3}``/``{keys4}``) and how a stored
-metadata filter is matched (Postgres only). Table layout (see the backends'
-``_sql.py`` migrations):
+``?`` is substituted) and fragments a dialect supplies: how a list of key
+tuples is passed as one parameter (``{keys3}``/``{keys4}``), how payload columns
+are read, and the JSON tests metadata filters are made of (see ``filters``).
+Table layout (see the backends' ``_sql.py`` migrations):
 
 * ``engine_checkpoints``: one row per checkpoint; the checkpoint dict without
-  its values and the metadata, both as ``(type, payload)`` from the serializer.
+  its values, id and creation time, and the metadata, both as ``(type,
+  payload)`` from the serializer; the creation time in ``ts``.
 * ``engine_checkpoint_blobs``: one row per (thread, namespace, channel,
   version): a full value, an append delta on a base version, or ``empty``.
 * ``engine_checkpoint_writes``: pending writes, one row per (checkpoint, task,
@@ -64,10 +65,18 @@ _COLS_BLOB = (
 )
 _COLS_CHECKPOINT = (
     "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
-    "checkpoint_type, checkpoint, metadata_type, metadata"
+    "checkpoint_type, checkpoint, metadata_type, metadata, ts"
 )
 _SELECT_CHECKPOINT = (
-    "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, {payloads}"
+    "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, {payloads}, ts"
+)
+# What a history needs of a checkpoint: ids, metadata and creation time. The
+# checkpoint payload comes along only for rows stored before the ``ts`` column.
+_SELECT_SUMMARY = (
+    "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
+    "metadata_type, {metadata_payload}, ts, "
+    "CASE WHEN ts IS NULL THEN checkpoint_type END, "
+    "CASE WHEN ts IS NULL THEN {checkpoint_payload} END"
 )
 _NOT_EXPIRED = (
     "NOT EXISTS (SELECT 1 FROM engine_checkpoint_ttl x "
@@ -87,7 +96,8 @@ _TEMPLATES: dict[str, str] = {
         "ORDER BY checkpoint_id DESC LIMIT 1"
     ),
     "blob_bases": (
-        "SELECT channel, version, kind, chain_len, chain_bytes, root_bytes "
+        "SELECT thread_id, checkpoint_ns, channel, version, kind, chain_len, "
+        "chain_bytes, root_bytes "
         "FROM engine_checkpoint_blobs "
         "WHERE (thread_id, checkpoint_ns, channel, version) IN ({keys4})"
     ),
@@ -98,11 +108,12 @@ _TEMPLATES: dict[str, str] = {
     ),
     "insert_checkpoint": (
         f"INSERT INTO engine_checkpoints ({_COLS_CHECKPOINT}) "
-        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
         "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
         "parent_checkpoint_id = excluded.parent_checkpoint_id, "
         "checkpoint_type = excluded.checkpoint_type, checkpoint = excluded.checkpoint, "
-        "metadata_type = excluded.metadata_type, metadata = excluded.metadata"
+        "metadata_type = excluded.metadata_type, metadata = excluded.metadata, "
+        "ts = excluded.ts"
     ),
     "insert_write_keep": (
         "INSERT INTO engine_checkpoint_writes (thread_id, checkpoint_ns, "
@@ -134,6 +145,7 @@ _TEMPLATES: dict[str, str] = {
         f"AND {_THREAD_NOT_EXPIRED}"
     ),
     "list_select": f"SELECT {_SELECT_CHECKPOINT} FROM engine_checkpoints c",
+    "summary_select": f"SELECT {_SELECT_SUMMARY} FROM engine_checkpoints c",
     "not_expired": _NOT_EXPIRED,
     "thread_not_expired": _THREAD_NOT_EXPIRED,
     # The wanted versions and, recursively, the bases of those that are deltas;
@@ -165,7 +177,7 @@ _TEMPLATES: dict[str, str] = {
     "copy_checkpoints": (
         f"INSERT INTO engine_checkpoints ({_COLS_CHECKPOINT}) "
         "SELECT %s, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
-        "checkpoint_type, checkpoint, metadata_type, metadata "
+        "checkpoint_type, checkpoint, metadata_type, metadata, ts "
         "FROM engine_checkpoints WHERE thread_id = %s"
     ),
     "copy_blobs": (
@@ -220,7 +232,8 @@ _TEMPLATES: dict[str, str] = {
     ),
     "stored_bytes": (
         "SELECT "
-        "(SELECT COALESCE(SUM({length}(checkpoint) + {length}(metadata)), 0) "
+        "(SELECT COALESCE(SUM({length}(checkpoint) + {length}(metadata) "
+        "+ COALESCE({length}(ts), 0)), 0) "
         "FROM engine_checkpoints WHERE thread_id = %s), "
         "(SELECT COALESCE(SUM({length}(blob)), 0) "
         "FROM engine_checkpoint_blobs WHERE thread_id = %s), "
@@ -245,9 +258,10 @@ class SqlDialect:
     """A query yielding rows of 4 text columns from one parameter."""
     length: str = "length"
     """The byte-length function for payload columns."""
-    payloads: str = "checkpoint_type, checkpoint, metadata_type, metadata"
-    """Select list giving a checkpoint row's (type, payload bytes) of the checkpoint
-    and of its metadata, in that order."""
+    checkpoint_payload: str = "checkpoint"
+    """An expression giving a checkpoint row's checkpoint payload as bytes."""
+    metadata_payload: str = "metadata"
+    """An expression giving a checkpoint row's metadata payload as bytes."""
     lock_thread: str | None = None
     """A statement taking (thread_id,) that serializes, until the transaction ends,
     every writer and every retention operation of that thread; None when the
@@ -267,7 +281,13 @@ class SqlDialect:
             text = template.replace("{keys3}", self.keys3)
             text = text.replace("{keys4}", self.keys4)
             text = text.replace("{length}", self.length)
-            text = text.replace("{payloads}", self.payloads)
+            text = text.replace(
+                "{payloads}",
+                f"checkpoint_type, {self.checkpoint_payload}, "
+                f"metadata_type, {self.metadata_payload}",
+            )
+            text = text.replace("{checkpoint_payload}", self.checkpoint_payload)
+            text = text.replace("{metadata_payload}", self.metadata_payload)
             if self.placeholder != "%s":
                 text = text.replace("%s", self.placeholder)
             rendered[name] = text
@@ -292,10 +312,27 @@ class SqlDialect:
         """Parameters of ``insert_checkpoint`` for a row in ``_COLS_CHECKPOINT`` order."""
         return row
 
-    def metadata_filter(
-        self, wanted: Mapping[str, str]
-    ) -> tuple[str, tuple[Any, ...]] | None:
-        """A SQL condition pre-filtering ``list()`` on metadata keys with string
-        values. It must keep every row that matches (rows are re-checked in
-        Python); None filters in Python only."""
-        return None
+    # -- metadata filters (see ``filters``): JSON tests on ``c.metadata`` --------------
+
+    def json_inspectable(self) -> str:
+        """A condition under which the row's metadata can be inspected as JSON;
+        rows where it is false pass the SQL filter (and are checked in Python)."""
+        raise NotImplementedError
+
+    def json_path(self, path: Sequence[str | int]) -> Any | None:
+        """The parameter addressing ``path`` inside the metadata; None when this
+        dialect cannot express it (the condition is then left to Python)."""
+        raise NotImplementedError
+
+    def json_test(
+        self, test: str, path: Any, tag_path: Any, value: Any = None
+    ) -> tuple[str, tuple[Any, ...]]:
+        """One test on the metadata value at ``path`` (a ``json_path``), as SQL
+        and its parameters. ``tag_path`` addresses that value's ``"__t"`` key.
+
+        Tests: ``absent_or_null``, ``null``, ``string`` (equal to ``value``),
+        ``number`` (numerically equal), ``bool`` (``value`` is True or False),
+        ``object`` (a plain object with ``value`` keys), ``array`` (of length
+        ``value``), ``tagged`` (a serializer-tagged object).
+        """
+        raise NotImplementedError

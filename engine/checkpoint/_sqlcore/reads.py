@@ -1,9 +1,12 @@
-"""Read operations of the SQL savers: get_tuple, one page of list(), stored_bytes.
+"""Read operations of the SQL savers: get_tuple, one page of list() or of
+list_summaries(), stored_bytes.
 
 A checkpoint is read in three statements whatever its size: its row, then, in
 one batch, every channel value it names (delta chains followed by a recursive
 query) and its pending writes. ``list()`` reads a page of checkpoints the same
-way, still three statements per page.
+way, still three statements per page; ``list_summaries()`` reads only the rows,
+one statement per page. Metadata filters run in SQL (see ``filters``) and are
+re-checked in Python.
 """
 
 from __future__ import annotations
@@ -18,11 +21,18 @@ from engine._internal._constants import (
     CONFIG_KEY_THREAD_ID,
 )
 from engine._internal._typing import RunnableConfig
-from engine.checkpoint._blobs import BlobRecord, decode_blobs, load_stored
+from engine.checkpoint._blobs import (
+    BlobRecord,
+    decode_blobs,
+    load_stored,
+    restore_structure,
+)
 from engine.checkpoint._sqlcore.dialect import Op, Rows, SqlDialect, Stmt
+from engine.checkpoint._sqlcore.filters import metadata_condition
 from engine.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
+    CheckpointSummary,
     CheckpointTuple,
     PendingWrite,
     config_for,
@@ -30,8 +40,17 @@ from engine.checkpoint.base import (
     require_thread_id,
 )
 from engine.checkpoint.serde.base import SerializerProtocol
+from engine.errors import SerializationError
 
-__all__ = ("PAGE_SIZE", "ListCursor", "get_tuple", "list_page", "stored_bytes")
+__all__ = (
+    "PAGE_SIZE",
+    "ListCursor",
+    "get_tuple",
+    "list_page",
+    "load_checkpoint",
+    "stored_bytes",
+    "summaries_page",
+)
 
 PAGE_SIZE = 100
 """Checkpoints read per statement by ``list()``; pages are fetched as needed."""
@@ -80,6 +99,79 @@ def list_page(
     ``limit`` is how many matches the caller still wants. The next cursor is
     None when no rows are left.
     """
+    sql, params, size = _page_query(
+        d, d["list_select"], config, filter, before, limit, cursor, now
+    )
+    rows: Rows = yield Stmt(sql, params, fetch=True)
+    next_cursor = _next_cursor(rows, size)
+    metadata = [_metadata(serde, row) for row in rows]
+    if filter:
+        kept = [i for i, meta in enumerate(metadata) if metadata_matches(meta, filter)]
+        rows = [rows[i] for i in kept]
+        metadata = [metadata[i] for i in kept]
+    if limit is not None:
+        rows, metadata = rows[:limit], metadata[:limit]
+    if not rows:
+        return [], next_cursor
+    loaded = yield from load_tuples(d, serde, rows, metadata)
+    return loaded, next_cursor
+
+
+def summaries_page(
+    d: SqlDialect,
+    serde: SerializerProtocol,
+    config: RunnableConfig | None,
+    *,
+    filter: dict[str, Any] | None,
+    before: RunnableConfig | None,
+    limit: int | None,
+    cursor: ListCursor | None,
+    now: datetime,
+) -> Op[tuple[list[CheckpointSummary], ListCursor | None]]:
+    """One page of ``list_summaries()``: ``list_page`` from the checkpoint rows
+    alone (ids, metadata, creation time), one statement, no values or writes."""
+    sql, params, size = _page_query(
+        d, d["summary_select"], config, filter, before, limit, cursor, now
+    )
+    rows: Rows = yield Stmt(sql, params, fetch=True)
+    next_cursor = _next_cursor(rows, size)
+    result: list[CheckpointSummary] = []
+    for row in rows:
+        if limit is not None and len(result) >= limit:
+            break
+        thread_id, ns, checkpoint_id, parent_id = row[0], row[1], row[2], row[3]
+        metadata = _metadata(
+            serde, (thread_id, ns, checkpoint_id, None, None, None, row[4], row[5])
+        )
+        if filter and not metadata_matches(metadata, filter):
+            continue
+        ts = row[6]
+        if ts is None and row[8] is not None:  # stored before the ts column
+            where = _where(thread_id, checkpoint_id)
+            stored = load_stored(serde, (row[7], bytes(row[8])), where)
+            ts = stored.get("ts") if isinstance(stored, dict) else None
+        result.append(
+            CheckpointSummary(
+                config_for(thread_id, ns, checkpoint_id),
+                metadata,
+                config_for(thread_id, ns, parent_id) if parent_id else None,
+                ts,
+            )
+        )
+    return result, next_cursor
+
+
+def _page_query(
+    d: SqlDialect,
+    select: str,
+    config: RunnableConfig | None,
+    filter: dict[str, Any] | None,
+    before: RunnableConfig | None,
+    limit: int | None,
+    cursor: ListCursor | None,
+    now: datetime,
+) -> tuple[str, tuple[Any, ...], int]:
+    """The statement reading one page (newest first), its parameters, its size."""
     conf = (config or {}).get("configurable", {})
     ph = d.placeholder
     where: list[str] = []
@@ -108,30 +200,20 @@ def list_page(
             f"(c.checkpoint_id, c.thread_id, c.checkpoint_ns) < ({ph}, {ph}, {ph})"
         )
         params.extend((cursor[0], *cursor))
-    if filter and (prefilter := d.metadata_filter(_string_keys(filter))) is not None:
-        where.append(prefilter[0])
-        params.extend(prefilter[1])
+    if filter and (condition := metadata_condition(d, filter)) is not None:
+        where.append(condition[0])
+        params.extend(condition[1])
     size = PAGE_SIZE if limit is None else max(1, min(limit, PAGE_SIZE))
     sql = (
-        f"{d['list_select']} WHERE {' AND '.join(where)} "
+        f"{select} WHERE {' AND '.join(where)} "
         "ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC "
         f"LIMIT {ph}"
     )
-    rows: Rows = yield Stmt(sql, (*params, size), fetch=True)
-    next_cursor: ListCursor | None = (
-        (rows[-1][2], rows[-1][0], rows[-1][1]) if len(rows) == size else None
-    )
-    metadata = [_metadata(serde, row) for row in rows]
-    if filter:
-        kept = [i for i, meta in enumerate(metadata) if metadata_matches(meta, filter)]
-        rows = [rows[i] for i in kept]
-        metadata = [metadata[i] for i in kept]
-    if limit is not None:
-        rows, metadata = rows[:limit], metadata[:limit]
-    if not rows:
-        return [], next_cursor
-    loaded = yield from load_tuples(d, serde, rows, metadata)
-    return loaded, next_cursor
+    return sql, (*params, size), size
+
+
+def _next_cursor(rows: Rows, size: int) -> ListCursor | None:
+    return (rows[-1][2], rows[-1][0], rows[-1][1]) if len(rows) == size else None
 
 
 def stored_bytes(d: SqlDialect, thread_id: str) -> Op[int]:
@@ -155,12 +237,12 @@ def load_tuples(
     blob_keys: set[_BlobKey] = set()
     for row in rows:
         thread_id, ns, checkpoint_id = row[0], row[1], row[2]
-        checkpoint: Checkpoint = load_stored(
-            serde, (row[4], bytes(row[5])), _where(thread_id, checkpoint_id)
-        )
+        checkpoint = load_checkpoint(serde, row)
         checkpoints.append(checkpoint)
+        inline = checkpoint.get("channel_values") or {}
         for channel, version in checkpoint["channel_versions"].items():
-            blob_keys.add((thread_id, ns, channel, str(version)))
+            if channel not in inline:
+                blob_keys.add((thread_id, ns, channel, str(version)))
     checkpoint_keys = sorted({(row[0], row[1], row[2]) for row in rows})
     writes_stmt = Stmt(
         d["writes_for_checkpoints"], d.keys_param(checkpoint_keys, 3), fetch=True
@@ -192,7 +274,11 @@ def load_tuples(
     for i, (row, checkpoint) in enumerate(zip(rows, checkpoints, strict=True)):
         thread_id, ns, checkpoint_id, parent_id = row[0], row[1], row[2], row[3]
         checkpoint["channel_values"] = decode_blobs(
-            serde, checkpoint["channel_versions"], _lookup(blobs, thread_id, ns), shared
+            serde,
+            checkpoint["channel_versions"],
+            _lookup(blobs, thread_id, ns),
+            shared,
+            checkpoint.get("channel_values"),
         )
         meta = metadata[i] if metadata is not None else _metadata(serde, row)
         result.append(
@@ -209,6 +295,17 @@ def load_tuples(
     return result
 
 
+def load_checkpoint(serde: SerializerProtocol, row: tuple[Any, ...]) -> Checkpoint:
+    """The checkpoint dict (without values) of a ``_SELECT_CHECKPOINT`` row."""
+    stored = load_stored(serde, (row[4], bytes(row[5])), _where(row[0], row[2]))
+    if not isinstance(stored, dict):
+        raise SerializationError(
+            f"Stored {_where(row[0], row[2])} is corrupt: not a checkpoint"
+        )
+    checkpoint: Checkpoint = restore_structure(stored, row[2], row[8])  # type: ignore[assignment]
+    return checkpoint
+
+
 def _lookup(
     blobs: dict[_BlobKey, BlobRecord], thread_id: str, ns: str
 ) -> Callable[[str, str], BlobRecord | None]:
@@ -219,23 +316,14 @@ def _lookup(
 
 
 def _metadata(serde: SerializerProtocol, row: tuple[Any, ...]) -> CheckpointMetadata:
-    where = f"metadata of {_where(row[0], row[2])}"
-    metadata: CheckpointMetadata = load_stored(serde, (row[6], bytes(row[7])), where)
+    typed = (row[6], bytes(row[7]))
+    try:  # the error's wording is load_stored's, built only when needed
+        metadata: CheckpointMetadata = serde.loads_typed(typed)
+    except Exception:
+        load_stored(serde, typed, f"metadata of {_where(row[0], row[2])}")
+        raise
     return metadata
 
 
 def _where(thread_id: str, checkpoint_id: str) -> str:
     return f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
-
-
-def _string_keys(filter: dict[str, Any]) -> dict[str, str]:
-    """The part of a filter SQL may pre-apply: keys whose wanted value is a string
-    (equal, in Python, only to an equal string). ``None`` (which also matches a
-    missing key), numbers (``1 == True``), containers and strings holding NUL (no
-    SQL text can) are left to the exact check in Python, so a SQL pre-filter never
-    drops a real match."""
-    return {
-        key: value
-        for key, value in filter.items()
-        if type(value) is str and "\x00" not in value and "\x00" not in key
-    }

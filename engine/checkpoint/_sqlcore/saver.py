@@ -23,8 +23,10 @@ from engine.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
+    CheckpointSummary,
     CheckpointTuple,
     PruneStrategy,
+    StepSave,
     ttl_deadline,
 )
 from engine.checkpoint.serde.base import SerializerProtocol
@@ -181,6 +183,36 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
             if cursor is None:
                 return
 
+    def list_summaries(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointSummary]:
+        """Like :meth:`list`, from the checkpoint rows alone: one statement per
+        page, no channel values, no pending writes, no checkpoint decoding."""
+        remaining = limit
+        cursor: reads.ListCursor | None = None
+        while remaining is None or remaining > 0:
+            op = reads.summaries_page(
+                self.dialect,
+                self.serde,
+                config,
+                filter=filter,
+                before=before,
+                limit=remaining,
+                cursor=cursor,
+                now=_now(),
+            )
+            page, cursor = self._run(op, write=False)
+            yield from page
+            if remaining is not None:
+                remaining -= len(page)
+            if cursor is None:
+                return
+
     def stored_bytes(self, thread_id: str) -> int:
         return self._run(reads.stored_bytes(self.dialect, str(thread_id)), write=False)
 
@@ -220,6 +252,20 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         A fenced write that conflicts stores nothing, writes included.
         """
         op = self._put(config, checkpoint, metadata, new_versions, task_writes)
+        return self._run(op, write=True)
+
+    def put_steps(
+        self, steps: Sequence[StepSave]
+    ) -> builtins.list[RunnableConfig | None]:
+        """Several steps (and writes-only entries) in order, in one transaction:
+        one commit, and on Postgres one round trip when no delta base has to be
+        read. Each entry's fencing is checked against the head the entries
+        before it left. When one entry fails, nothing of the batch is kept."""
+        if not steps:
+            return []
+        op = writes.put_steps(
+            self.dialect, self.serde, steps, default_ttl=self.default_ttl
+        )
         return self._run(op, write=True)
 
     def _put(
@@ -314,6 +360,35 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
             if cursor is None:
                 return
 
+    async def alist_summaries(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointSummary]:
+        remaining = limit
+        cursor: reads.ListCursor | None = None
+        while remaining is None or remaining > 0:
+            op = reads.summaries_page(
+                self.dialect,
+                self.serde,
+                config,
+                filter=filter,
+                before=before,
+                limit=remaining,
+                cursor=cursor,
+                now=_now(),
+            )
+            page, cursor = await self._arun(op, write=False)
+            for item in page:
+                yield item
+            if remaining is not None:
+                remaining -= len(page)
+            if cursor is None:
+                return
+
     async def astored_bytes(self, thread_id: str) -> int:
         return await self._arun(
             reads.stored_bytes(self.dialect, str(thread_id)), write=False
@@ -349,6 +424,16 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         op = self._put(config, checkpoint, metadata, new_versions, task_writes)
+        return await self._arun(op, write=True)
+
+    async def aput_steps(
+        self, steps: Sequence[StepSave]
+    ) -> builtins.list[RunnableConfig | None]:
+        if not steps:
+            return []
+        op = writes.put_steps(
+            self.dialect, self.serde, steps, default_ttl=self.default_ttl
+        )
         return await self._arun(op, write=True)
 
     async def adelete_thread(self, thread_id: str) -> None:

@@ -1,21 +1,33 @@
-"""Write operations of the SQL savers: put (optionally with a step's last writes)
-and put_writes. Semantics are InMemorySaver's, statement for statement.
+"""Write operations of the SQL savers: put (optionally with a step's last writes),
+put_steps (several of those, and writes-only entries, in one transaction) and
+put_writes. Semantics are InMemorySaver's, statement for statement.
 
-* Fencing: when the config carries ``EXPECTED_HEAD``, the thread's writers are
-  serialized (Postgres: a transaction-scoped advisory lock; SQLite: the
-  ``BEGIN IMMEDIATE`` write lock) and the newest checkpoint id is compared with
-  it before anything is written; a mismatch raises and the transaction rolls
-  back, so a refused write leaves no trace.
-* Round trips: at most one batch of reads (head, delta bases), then the inserts
-  and the commit, which a pipelining driver sends together. Where the database
-  checks the head itself (Postgres), a put without deltas is one round trip.
+* Fencing: when a checkpoint's config carries ``EXPECTED_HEAD``, the thread's
+  writers are serialized (Postgres: a transaction-scoped advisory lock; SQLite:
+  the ``BEGIN IMMEDIATE`` write lock) and the newest checkpoint id is compared
+  with it before that checkpoint is written; a mismatch raises and the
+  transaction rolls back, so a refused write leaves no trace. In a batch each
+  entry is checked in turn, against the head as the entries before it left it
+  (the database checks it after their inserts, or, where the head is fetched,
+  it is fetched once and advanced in Python exactly as the inserts advance it).
+* Round trips: at most one batch of reads (heads, delta bases not written by
+  the batch itself), then the inserts and the commit, which a pipelining driver
+  sends together. Where the database checks the head itself (Postgres), a put or
+  a batch without deltas is one round trip.
 * Channel values are written once per (thread, namespace, channel, version);
   list channels that only grew are written as deltas on their base version.
+* Storage layout: the checkpoint dict is stored without its ``id`` (the
+  ``checkpoint_id`` column) and its ``ts`` (the ``ts`` column), which reads put
+  back (see ``reads.load_checkpoint``), and with only its scalar values (None,
+  booleans, numbers: see ``_blobs.inline_values``); other values are rows of
+  ``engine_checkpoint_blobs``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from engine._internal._constants import (
@@ -23,7 +35,13 @@ from engine._internal._constants import (
     CONFIG_KEY_CHECKPOINT_NS,
 )
 from engine._internal._typing import RunnableConfig
-from engine.checkpoint._blobs import BlobRecord, dumps_structure, encode_blob
+from engine.checkpoint._blobs import (
+    BlobRecord,
+    dumps_structure,
+    encode_blob,
+    inline_values,
+    stored_structure,
+)
 from engine.checkpoint._sqlcore.dialect import Op, Rows, SqlDialect, Stmt
 from engine.checkpoint.base import (
     EXPECTED_HEAD,
@@ -31,6 +49,7 @@ from engine.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
+    StepSave,
     config_for,
     conflict,
     require_thread_id,
@@ -38,10 +57,118 @@ from engine.checkpoint.base import (
 )
 from engine.checkpoint.serde.base import SerializerProtocol
 
-__all__ = ("TaskWrites", "put", "put_writes")
+__all__ = ("TaskWrites", "put", "put_steps", "put_writes")
 
 TaskWrites = tuple[str, str, Sequence[tuple[str, Any]]]
 """(task_id, task_path, writes) saved against the parent checkpoint by ``put_step``."""
+
+_UNFENCED = object()
+"""``_Entry.expected`` of an entry that carries no ``EXPECTED_HEAD``."""
+
+_BlobKey = tuple[str, str, str, str]
+
+_WriteRow = tuple[str, int, str, str, bytes, str]
+"""(task_id, idx, channel, type, payload, task_path)"""
+
+
+@dataclass(slots=True)
+class _Entry:
+    """One entry of a batch, serialized (everything that needs no stored row)."""
+
+    thread_id: str
+    ns: str
+    checkpoint_id: str | None
+    """The checkpoint stored; None for a writes-only entry."""
+    target_id: str | None
+    """The checkpoint the writes are saved against (a checkpoint's parent)."""
+    expected: Any = _UNFENCED
+    row: tuple[Any, ...] | None = None
+    """``insert_checkpoint``'s row, before ``dialect.checkpoint_params``."""
+    versions: dict[str, str] = field(default_factory=dict)
+    blobs: dict[str, BlobRecord] = field(default_factory=dict)
+    deltas: dict[str, tuple[str, int, Any]] = field(default_factory=dict)
+    """channel -> (base version, start, value) of the list channels that may be
+    stored as deltas (decided once the base's chain bookkeeping is known)."""
+    write_rows: list[_WriteRow] = field(default_factory=list)
+    deadline: datetime | None = None
+
+
+def _prepare_put(
+    serde: SerializerProtocol,
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    new_versions: ChannelVersions,
+    task_writes: Sequence[TaskWrites],
+    default_ttl: float | None,
+) -> _Entry:
+    conf = config.get("configurable", {})
+    thread_id = require_thread_id(config)
+    ns = conf.get(CONFIG_KEY_CHECKPOINT_NS) or ""
+    parent_id = conf.get(CONFIG_KEY_CHECKPOINT_ID)
+    values = checkpoint.get("channel_values", {})
+    hints = checkpoint.get("channel_deltas", {})
+    inline = inline_values(checkpoint)
+    checkpoint_typed = dumps_structure(serde, stored_structure(checkpoint, inline))
+    metadata_typed = serde.dumps_typed(dict(metadata))
+    entry = _Entry(
+        thread_id,
+        ns,
+        checkpoint["id"],
+        None if parent_id is None else str(parent_id),
+        conf.get(EXPECTED_HEAD, _UNFENCED),
+    )
+    for channel, version in new_versions.items():
+        if channel in inline:  # kept in the checkpoint row
+            continue
+        entry.versions[channel] = str(version)
+        if channel not in values:
+            entry.blobs[channel] = BlobRecord("empty", "empty", b"")
+        elif (hint := hints.get(channel)) is not None and isinstance(
+            values[channel], list
+        ):
+            entry.deltas[channel] = (str(hint[0]), hint[1], values[channel])
+        else:
+            entry.blobs[channel] = encode_blob(serde, values[channel], None, None)
+    if entry.target_id is not None:
+        entry.write_rows = [
+            row
+            for task_id, task_path, writes in task_writes
+            for row in _encode_writes(serde, writes, task_id, task_path)
+        ]
+    entry.row = (
+        thread_id,
+        ns,
+        checkpoint["id"],
+        entry.target_id,
+        *checkpoint_typed,
+        *metadata_typed,
+        checkpoint.get("ts"),
+    )
+    if default_ttl is not None:
+        entry.deadline = ttl_deadline(default_ttl)
+    return entry
+
+
+def _prepare_writes(
+    serde: SerializerProtocol,
+    config: RunnableConfig,
+    task_writes: Sequence[TaskWrites],
+) -> _Entry:
+    conf = config.get("configurable", {})
+    thread_id = require_thread_id(config)
+    checkpoint_id = conf.get(CONFIG_KEY_CHECKPOINT_ID)
+    if checkpoint_id is None:
+        raise ValueError("put_writes() needs a config that addresses a checkpoint_id")
+    entry = _Entry(
+        thread_id, conf.get(CONFIG_KEY_CHECKPOINT_NS) or "", None, str(checkpoint_id)
+    )
+    entry.write_rows = [
+        row
+        for task_id, task_path, writes in task_writes
+        for row in _encode_writes(serde, writes, task_id, task_path)
+    ]
+    return entry
 
 
 def put(
@@ -56,95 +183,39 @@ def put(
     default_ttl: float | None = None,
 ) -> Op[RunnableConfig]:
     """Store a checkpoint (and, for ``put_step``, the writes that precede it)."""
-    conf = config.get("configurable", {})
-    thread_id = require_thread_id(config)
-    ns = conf.get(CONFIG_KEY_CHECKPOINT_NS) or ""
-    parent_id = conf.get(CONFIG_KEY_CHECKPOINT_ID)
-    # Serialize everything that does not depend on stored rows first (outside
-    # the transaction: see Op).
-    values = checkpoint.get("channel_values", {})
-    deltas = checkpoint.get("channel_deltas", {})
-    stored = {
-        k: v
-        for k, v in checkpoint.items()
-        if k not in ("channel_values", "channel_deltas")
-    }
-    checkpoint_typed = dumps_structure(serde, stored)
-    metadata_typed = serde.dumps_typed(dict(metadata))
-    blobs: dict[str, BlobRecord] = {}
-    delta_bases: dict[str, str] = {}
-    for channel in new_versions:
-        if channel not in values:
-            blobs[channel] = BlobRecord("empty", "empty", b"")
-        elif (delta := deltas.get(channel)) is not None and isinstance(
-            values[channel], list
-        ):
-            delta_bases[channel] = str(delta[0])
-        else:
-            blobs[channel] = encode_blob(serde, values[channel], None, None)
-    write_rows = [
-        row
-        for task_id, task_path, writes in (task_writes if parent_id is not None else ())
-        for row in _encode_writes(serde, writes, task_id, task_path)
-    ]
-    deadline = ttl_deadline(default_ttl) if default_ttl is not None else None
-
-    # What stored rows must tell before anything is written, asked in one batch:
-    # the head (fencing, after taking the thread lock) and the chain bookkeeping
-    # of the versions the new deltas extend.
-    asks: list[Stmt] = []
-    head_at = bases_at = -1  # where their rows come back in the batch
-    if EXPECTED_HEAD in conf:
-        if d.expect_head is not None:  # checked by the database: nothing to fetch
-            yield Stmt(d.expect_head, (thread_id, ns, conf[EXPECTED_HEAD]))
-        else:
-            if d.lock_thread is not None:
-                asks.append(Stmt(d.lock_thread, (thread_id,)))
-            head_at = len(asks)
-            asks.append(Stmt(d["head"], (thread_id, ns), fetch=True))
-    if delta_bases:
-        keys = sorted((thread_id, ns, ch, v) for ch, v in delta_bases.items())
-        bases_at = len(asks)
-        asks.append(Stmt(d["blob_bases"], d.keys_param(keys, 4), fetch=True))
-    answers: list[Rows] = list((yield tuple(asks))) if asks else []
-    if head_at >= 0:
-        head = answers[head_at][0][0] if answers[head_at] else None
-        if head != conf[EXPECTED_HEAD]:
-            raise conflict(thread_id, ns, conf[EXPECTED_HEAD], head)
-    if bases_at >= 0:
-        bases = {
-            (r[0], r[1]): BlobRecord(r[2], "", b"", None, None, r[3], r[4], r[5])
-            for r in answers[bases_at]
-        }
-        for channel, base_version in delta_bases.items():
-            blobs[channel] = encode_blob(
-                serde,
-                values[channel],
-                (base_version, deltas[channel][1]),
-                bases.get((channel, base_version)),
-            )
-    if write_rows:
-        yield from _insert_writes(d, thread_id, ns, str(parent_id), write_rows)
-    if blobs:
-        yield Stmt(
-            d["insert_blob"],
-            many=[
-                (thread_id, ns, channel, str(new_versions[channel]), *record)
-                for channel, record in blobs.items()
-            ],
-        )
-    row = (
-        thread_id,
-        ns,
-        checkpoint["id"],
-        parent_id,
-        *checkpoint_typed,
-        *metadata_typed,
+    entry = _prepare_put(
+        serde, config, checkpoint, metadata, new_versions, task_writes, default_ttl
     )
-    yield Stmt(d["insert_checkpoint"], d.checkpoint_params(row))
-    if deadline is not None:
-        yield Stmt(d["upsert_ttl"], (thread_id, d.timestamp(deadline)))
-    return config_for(thread_id, ns, checkpoint["id"])
+    stored = yield from _store(d, serde, [entry])
+    result = stored[0]
+    assert result is not None
+    return result
+
+
+def put_steps(
+    d: SqlDialect,
+    serde: SerializerProtocol,
+    steps: Sequence[StepSave],
+    *,
+    default_ttl: float | None = None,
+) -> Op[list[RunnableConfig | None]]:
+    """Store several steps in order in one transaction (see ``BaseCheckpointSaver.
+    put_steps``): all of them, or, when one fails, none."""
+    entries = [
+        _prepare_writes(serde, config, task_writes)
+        if checkpoint is None
+        else _prepare_put(
+            serde,
+            config,
+            checkpoint,
+            metadata or {},
+            new_versions,
+            task_writes,
+            default_ttl,
+        )
+        for config, task_writes, checkpoint, metadata, new_versions in steps
+    ]
+    return (yield from _store(d, serde, entries))
 
 
 def put_writes(
@@ -160,21 +231,149 @@ def put_writes(
     Regular writes are idempotent (a second save of the same task index keeps the
     first); special writes (error, interrupt, resume) replace.
     """
-    conf = config.get("configurable", {})
-    thread_id = require_thread_id(config)
-    ns = conf.get(CONFIG_KEY_CHECKPOINT_NS) or ""
-    checkpoint_id = conf.get(CONFIG_KEY_CHECKPOINT_ID)
-    if checkpoint_id is None:
-        raise ValueError("put_writes() needs a config that addresses a checkpoint_id")
-    rows = _encode_writes(serde, writes, task_id, task_path)
-    if rows:
-        yield from _insert_writes(d, thread_id, ns, str(checkpoint_id), rows)
+    entry = _prepare_writes(serde, config, [(task_id, task_path, writes)])
+    if entry.write_rows:
+        yield from _store(d, serde, [entry])
+
+
+# -- the transaction -----------------------------------------------------------------
+
+
+def _store(
+    d: SqlDialect, serde: SerializerProtocol, entries: Sequence[_Entry]
+) -> Op[list[RunnableConfig | None]]:
+    """Run prepared entries in order: fencing, delta decisions, inserts."""
+    if not entries:
+        return []
+    fenced = [
+        e
+        for e in entries
+        if e.checkpoint_id is not None and e.expected is not _UNFENCED
+    ]
+    first = entries[0]
+    db_checks = d.expect_head is not None
+    checked_first = False
+    asks: list[Stmt] = []
+    if fenced:
+        threads = sorted({e.thread_id for e in fenced})
+        if d.lock_thread is not None and not (
+            db_checks and fenced[0] is first and threads == [first.thread_id]
+        ):
+            # Every fenced thread's lock before anything is read, in one order so
+            # two batches never wait for each other.
+            for thread_id in threads:
+                yield Stmt(d.lock_thread, (thread_id,))
+        if db_checks and fenced[0] is first:
+            assert d.expect_head is not None
+            yield Stmt(d.expect_head, (first.thread_id, first.ns, first.expected))
+            checked_first = True
+    # What stored rows must tell, asked in one batch: the heads (where Python
+    # compares them) and the chain bookkeeping of delta bases older than the batch.
+    heads_at: dict[tuple[str, str], int] = {}
+    if fenced and not db_checks:
+        for place in sorted({(e.thread_id, e.ns) for e in fenced}):
+            heads_at[place] = len(asks)
+            asks.append(Stmt(d["head"], place, fetch=True))
+    made: set[_BlobKey] = set()
+    older: set[_BlobKey] = set()
+    for e in entries:
+        for channel, (base, _start, _value) in e.deltas.items():
+            if (base_key := (e.thread_id, e.ns, channel, base)) not in made:
+                older.add(base_key)
+        made.update((e.thread_id, e.ns, ch, v) for ch, v in e.versions.items())
+    bases_at = -1
+    if older:
+        bases_at = len(asks)
+        asks.append(Stmt(d["blob_bases"], d.keys_param(sorted(older), 4), fetch=True))
+    answers: list[Rows] = list((yield tuple(asks))) if asks else []
+    heads: dict[tuple[str, str], str | None] = {
+        key: (answers[at][0][0] if answers[at] else None)
+        for key, at in heads_at.items()
+    }
+    records: dict[_BlobKey, BlobRecord] = {}
+    if bases_at >= 0:
+        for r in answers[bases_at]:
+            records[(r[0], r[1], r[2], r[3])] = BlobRecord(
+                r[4], "", b"", None, None, r[5], r[6], r[7]
+            )
+    # The inserts, gathered per statement and sent before each database-side
+    # head check (which must see the checkpoints of the entries before it).
+    keep: list[tuple[Any, ...]] = []
+    replace: list[tuple[Any, ...]] = []
+    blob_rows: list[tuple[Any, ...]] = []
+    checkpoint_rows: list[tuple[Any, ...]] = []
+    deadlines: dict[str, datetime] = {}
+    results: list[RunnableConfig | None] = []
+
+    def flush() -> Op[None]:
+        if keep:
+            yield Stmt(d["insert_write_keep"], many=list(keep))
+        if replace:
+            yield Stmt(d["insert_write_replace"], many=list(replace))
+        if blob_rows:
+            yield Stmt(d["insert_blob"], many=list(blob_rows))
+        for row in checkpoint_rows:
+            yield Stmt(d["insert_checkpoint"], row)
+        keep.clear()
+        replace.clear()
+        blob_rows.clear()
+        checkpoint_rows.clear()
+
+    for e in entries:
+        place = (e.thread_id, e.ns)
+        if e.checkpoint_id is not None and e.expected is not _UNFENCED:
+            if not db_checks:
+                if heads[place] != e.expected:
+                    raise conflict(e.thread_id, e.ns, e.expected, heads[place])
+            elif not (checked_first and e is first):
+                assert d.expect_head is not None
+                yield from flush()
+                yield Stmt(d.expect_head, (e.thread_id, e.ns, e.expected))
+        for task_id, idx, channel, type_tag, payload, path in e.write_rows:
+            row = (
+                e.thread_id,
+                e.ns,
+                e.target_id,
+                task_id,
+                idx,
+                channel,
+                type_tag,
+                payload,
+                path,
+            )
+            (keep if idx >= 0 else replace).append(row)
+        if e.checkpoint_id is None:
+            results.append(None)
+            continue
+        for channel, (base, start, value) in e.deltas.items():
+            e.blobs[channel] = encode_blob(
+                serde,
+                value,
+                (base, start),
+                records.get((e.thread_id, e.ns, channel, base)),
+            )
+        for channel, record in e.blobs.items():
+            blob_key = (e.thread_id, e.ns, channel, e.versions[channel])
+            if blob_key not in records:  # the first insert of a key is the one kept
+                records[blob_key] = record
+            blob_rows.append((*blob_key, *record))
+        assert e.row is not None
+        checkpoint_rows.append(d.checkpoint_params(e.row))
+        if place in heads:
+            head = heads[place]
+            heads[place] = (
+                e.checkpoint_id if head is None else max(head, e.checkpoint_id)
+            )
+        if e.deadline is not None:
+            deadlines[e.thread_id] = e.deadline
+        results.append(config_for(e.thread_id, e.ns, e.checkpoint_id))
+    yield from flush()
+    for thread_id, deadline in deadlines.items():
+        yield Stmt(d["upsert_ttl"], (thread_id, d.timestamp(deadline)))
+    return results
 
 
 # -- pieces ------------------------------------------------------------------------
-
-_WriteRow = tuple[str, int, str, str, bytes, str]
-"""(task_id, idx, channel, type, payload, task_path)"""
 
 
 def _encode_writes(
@@ -193,14 +392,3 @@ def _encode_writes(
         )
         for idx, (channel, value) in enumerate(writes)
     ]
-
-
-def _insert_writes(
-    d: SqlDialect, thread_id: str, ns: str, checkpoint_id: str, rows: list[_WriteRow]
-) -> Op[None]:
-    keep = [(thread_id, ns, checkpoint_id, *row) for row in rows if row[1] >= 0]
-    replace = [(thread_id, ns, checkpoint_id, *row) for row in rows if row[1] < 0]
-    if keep:
-        yield Stmt(d["insert_write_keep"], many=keep)
-    if replace:
-        yield Stmt(d["insert_write_replace"], many=replace)

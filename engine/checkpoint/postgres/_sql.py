@@ -17,11 +17,17 @@ in the ``*_raw`` BYTEA column instead. Channel values and pending writes are
 with the default serializer they are JSON too: ``convert_from(blob, 'UTF8')::json``.
 Text key columns use the "C" collation, so SQL orders ids and task paths
 exactly as Python does.
+
+Since v1 the checkpoint JSON leaves out the checkpoint's ``id`` and ``ts`` (the
+``checkpoint_id`` and ``ts`` columns hold them) and carries the checkpoint's
+scalar channel values (None, booleans, numbers) under ``channel_values``;
+other values are rows of ``engine_checkpoint_blobs``. Rows written before keep
+their ``id`` and ``ts`` in the JSON and read the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from engine.checkpoint._sqlcore.dialect import SqlDialect
@@ -132,6 +138,10 @@ MIGRATIONS: list[tuple[str, ...]] = [
         END
         $$""",
     ),
+    # v1: the creation time in its own column, so a history is read without
+    # decoding checkpoints; rows written from now on keep it out of the
+    # checkpoint JSON (older rows keep it there and leave the column NULL).
+    ("ALTER TABLE engine_checkpoints ADD COLUMN ts TEXT",),
 ]
 
 
@@ -166,47 +176,86 @@ class PostgresDialect(SqlDialect):
             *_json_or_raw(row[4], row[5]),
             row[6],
             *_json_or_raw(row[6], row[7]),
+            row[8],
         )
 
-    def metadata_filter(
-        self, wanted: Mapping[str, str]
-    ) -> tuple[str, tuple[Any, ...]] | None:
-        if not wanted:
+    def json_inspectable(self) -> str:
+        # JSON text holding \u0000 cannot become text (->>, #>> fail on it), and
+        # raw payloads (another serializer) are not JSON: such rows pass.
+        return "c.metadata IS NOT NULL AND strpos(c.metadata::text, '\\u0000') = 0"
+
+    def json_path(self, path: Sequence[str | int]) -> Any | None:
+        steps = [str(step) for step in path]
+        if any("\x00" in step for step in steps):
             return None
-        # ->> fails on a document holding \u0000 anywhere (it cannot become text):
-        # such rows (and non-JSON ones) pass here and are checked in Python.
-        condition = (
-            "CASE WHEN c.metadata IS NULL OR strpos(c.metadata::text, '\\u0000') > 0 "
-            "THEN TRUE ELSE c.metadata ->> %s = %s END"
-        )
-        params = tuple(item for pair in wanted.items() for item in pair)
-        return " AND ".join([condition] * len(wanted)), params
+        return steps
+
+    def json_test(
+        self, test: str, path: Any, tag_path: Any, value: Any = None
+    ) -> tuple[str, tuple[Any, ...]]:
+        if test == "number":
+            kind = "float8" if isinstance(value, float) else "numeric"
+            sql = _NUMBER.format(kind=kind)
+        else:
+            sql = _JSON_TESTS[test]
+        if test in ("absent_or_null", "null"):
+            return sql, (path,)
+        if test in ("string", "number", "array"):
+            return sql, (path, path, value)
+        if test == "bool":
+            return sql, (path, path, "true" if value else "false")
+        if test == "object":
+            return sql, (path, tag_path, path, value)
+        return sql, (path, tag_path)
 
 
-_PAYLOADS = (
-    "checkpoint_type, COALESCE(convert_to(checkpoint::text, 'UTF8'), checkpoint_raw), "
-    "metadata_type, COALESCE(convert_to(metadata::text, 'UTF8'), metadata_raw)"
+_AT = "(c.metadata #> %s::text[])"
+_TEXT_AT = "(c.metadata #>> %s::text[])"
+# CASE where the test's second half could fail on another type (casts, key sets).
+_NUMBER = (
+    f"CASE WHEN json_typeof({_AT}) = 'number' "
+    f"THEN {_TEXT_AT}::{{kind}} = %s::{{kind}} ELSE FALSE END"
 )
+_JSON_TESTS = {
+    "absent_or_null": f"coalesce(json_typeof({_AT}), 'null') = 'null'",
+    "null": f"json_typeof({_AT}) = 'null'",
+    "string": f"(json_typeof({_AT}) = 'string' AND {_TEXT_AT} = %s)",
+    "bool": f"(json_typeof({_AT}) = 'boolean' AND {_TEXT_AT} = %s)",
+    "object": (
+        f"CASE WHEN json_typeof({_AT}) = 'object' THEN {_AT} IS NULL "
+        f"AND (SELECT count(*) FROM json_object_keys({_AT})) = %s ELSE FALSE END"
+    ),
+    "array": (
+        f"CASE WHEN json_typeof({_AT}) = 'array' "
+        f"THEN json_array_length({_AT}) = %s ELSE FALSE END"
+    ),
+    "tagged": f"(json_typeof({_AT}) = 'object' AND {_AT} IS NOT NULL)",
+}
+
+
+_CHECKPOINT_PAYLOAD = "COALESCE(convert_to(checkpoint::text, 'UTF8'), checkpoint_raw)"
+_METADATA_PAYLOAD = "COALESCE(convert_to(metadata::text, 'UTF8'), metadata_raw)"
 
 _ALL_CHECKPOINT_COLUMNS = (
     "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, "
-    "checkpoint, checkpoint_raw, metadata_type, metadata, metadata_raw"
+    "checkpoint, checkpoint_raw, metadata_type, metadata, metadata_raw, ts"
 )
 
 _INSERT_CHECKPOINT = (
     f"INSERT INTO engine_checkpoints ({_ALL_CHECKPOINT_COLUMNS}) "
-    "VALUES (%s, %s, %s, %s, %s, %s::json, %s, %s, %s::json, %s) "
+    "VALUES (%s, %s, %s, %s, %s, %s::json, %s, %s, %s::json, %s, %s) "
     "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
     "parent_checkpoint_id = excluded.parent_checkpoint_id, "
     "checkpoint_type = excluded.checkpoint_type, checkpoint = excluded.checkpoint, "
     "checkpoint_raw = excluded.checkpoint_raw, metadata_type = excluded.metadata_type, "
-    "metadata = excluded.metadata, metadata_raw = excluded.metadata_raw"
+    "metadata = excluded.metadata, metadata_raw = excluded.metadata_raw, "
+    "ts = excluded.ts"
 )
 
 _COPY_CHECKPOINTS = (
     f"INSERT INTO engine_checkpoints ({_ALL_CHECKPOINT_COLUMNS}) "
     "SELECT %s, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, "
-    "checkpoint, checkpoint_raw, metadata_type, metadata, metadata_raw "
+    "checkpoint, checkpoint_raw, metadata_type, metadata, metadata_raw, ts "
     "FROM engine_checkpoints WHERE thread_id = %s"
 )
 
@@ -215,7 +264,8 @@ _STORED_BYTES = (
     "(SELECT COALESCE(SUM(COALESCE(octet_length(checkpoint::text), 0) "
     "+ COALESCE(octet_length(checkpoint_raw), 0) "
     "+ COALESCE(octet_length(metadata::text), 0) "
-    "+ COALESCE(octet_length(metadata_raw), 0)), 0) "
+    "+ COALESCE(octet_length(metadata_raw), 0) "
+    "+ COALESCE(octet_length(ts), 0)), 0) "
     "FROM engine_checkpoints WHERE thread_id = %s), "
     "(SELECT COALESCE(SUM(octet_length(blob)), 0) "
     "FROM engine_checkpoint_blobs WHERE thread_id = %s), "
@@ -251,7 +301,8 @@ _BLOBS_FOR_KEYS = (
 )
 
 _BLOB_BASES = (
-    "SELECT x.channel, x.version, x.kind, x.chain_len, x.chain_bytes, x.root_bytes "
+    "SELECT x.thread_id, x.checkpoint_ns, x.channel, x.version, x.kind, "
+    "x.chain_len, x.chain_bytes, x.root_bytes "
     "FROM ({keys4}) w (thread_id, checkpoint_ns, channel, version) "
     "CROSS JOIN LATERAL (SELECT * FROM engine_checkpoint_blobs b "
     "WHERE b.thread_id = w.thread_id AND b.checkpoint_ns = w.checkpoint_ns "
@@ -263,7 +314,8 @@ DIALECT = PostgresDialect(
     keys3=_keys(3),
     keys4=_keys(4),
     length="octet_length",
-    payloads=_PAYLOADS,
+    checkpoint_payload=_CHECKPOINT_PAYLOAD,
+    metadata_payload=_METADATA_PAYLOAD,
     lock_thread=f"SELECT pg_advisory_xact_lock({THREAD_LOCK_CLASS}, hashtext(%s))",
     expect_head="SELECT engine_checkpoint_expect_head(%s, %s, %s)",
     overrides={

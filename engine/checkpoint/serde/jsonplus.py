@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import copy
 import dataclasses
 import datetime as dt
 import decimal
 import enum
+import functools
 import importlib
 import math
 import threading
 import uuid
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -81,6 +83,94 @@ class UnknownObject:
 
     type_name: str
     data: Any
+
+
+_PURE_FACTORIES = frozenset({list, dict, set, frozenset, tuple})
+"""Default factories whose result is always the same (an empty container)."""
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+class _Default(NamedTuple):
+    """A pydantic field's fixed default, as the serializer would store it."""
+
+    json: bytes
+    scalar: Any
+    """The default itself when it is an immutable scalar (a value that *is* it
+    needs no encoding to compare), else a sentinel nothing is."""
+    make: Callable[[], Any]
+    """A fresh default, as pydantic would make it (without inspecting the
+    factory's signature on every call, as ``model_construct`` does)."""
+    empty: type[Any] | None
+    """The default's type when it is an empty container (any empty container of
+    exactly that type is stored the same way)."""
+
+
+_NOTHING: Any = object()
+_defaults: dict[tuple[type[Any], str], _Default | None] = {}
+
+
+def _field_default(cls: type[Any], name: str, info: Any) -> _Default | None:
+    """A field's fixed default (cached per class and field); None when there is
+    none: a required field, or a factory that may make something new each time."""
+    key = (cls, name)
+    if key in _defaults:
+        return _defaults[key]
+    found: _Default | None = None
+    default: Any = getattr(info, "default", _NOTHING)
+    factory = getattr(info, "default_factory", None)
+    make: Callable[[], Any]
+    if factory is not None:
+        default = factory() if factory in _PURE_FACTORIES else _NOTHING
+        make = factory
+    elif type(default).__name__ == "PydanticUndefinedType":
+        default = _NOTHING
+    elif type(default) in _SCALARS:
+        make = functools.partial(_same, default)
+    elif type(default) in _PURE_FACTORIES and not default:
+        make = type(default)
+    else:
+        make = functools.partial(copy.deepcopy, default)
+    if default is not _NOTHING:
+        with contextlib.suppress(SerializationError, orjson.JSONEncodeError):
+            found = _Default(
+                orjson.dumps(_Encoder().encode(default, "")),
+                default if type(default) in _SCALARS else _NOTHING,
+                make,
+                type(default)
+                if type(default) in _PURE_FACTORIES and not default
+                else None,
+            )
+    _defaults[key] = found
+    return found
+
+
+_fillers: dict[type[Any], tuple[tuple[str, Callable[[], Any]], ...]] = {}
+
+
+def _default_fillers(cls: type[Any]) -> tuple[tuple[str, Callable[[], Any]], ...]:
+    """(field, make default) of a model's fields with a fixed default, cached."""
+    fillers = _fillers.get(cls)
+    if fillers is None:
+        model_fields = getattr(cls, "model_fields", None) or {}
+        fillers = tuple(
+            (name, default.make)
+            for name, info in model_fields.items()
+            if (default := _field_default(cls, name, info)) is not None
+        )
+        _fillers[cls] = fillers
+    return fillers
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _dumps_or_none(encoded: Any) -> bytes | None:
+    try:
+        return orjson.dumps(encoded)
+    except orjson.JSONEncodeError:
+        return None
 
 
 class _Encoder:
@@ -180,15 +270,31 @@ class _Encoder:
         model_fields = getattr(cls, "model_fields", None)
         if model_fields is not None and hasattr(obj, "__pydantic_fields_set__"):
             self.seen_types.append(cls)
-            values = {
-                name: enc(getattr(obj, name), f"{path}.{name}") for name in model_fields
-            }
+            # Fields that were not set and still hold their default are left
+            # out: loading (model_construct) fills in the same default again.
+            fields_set = obj.__pydantic_fields_set__
+            values: dict[str, Any] = {}
+            for name, info in model_fields.items():
+                value = getattr(obj, name)
+                if name in fields_set:
+                    values[name] = enc(value, f"{path}.{name}")
+                    continue
+                default = _field_default(cls, name, info)
+                if default is not None and (
+                    value is default.scalar
+                    or (type(value) is default.empty and not value)
+                ):
+                    continue  # the default itself (None, "ai"), an empty []/{}
+                encoded = enc(value, f"{path}.{name}")
+                if default is None or _dumps_or_none(encoded) != default.json:
+                    values[name] = encoded
+            named = len(values)  # model fields in values; extras follow
             extra = getattr(obj, "__pydantic_extra__", None)
             if extra:
                 values.update({k: enc(v, f"{path}.{k}") for k, v in extra.items()})
             out: dict[str, Any] = {TAG: "pydantic", "c": _type_name(cls), "v": values}
-            fields_set = obj.__pydantic_fields_set__
-            if len(fields_set) != len(values):
+            # loading without "s" marks the model fields in "v" as set
+            if len(fields_set) != named or not fields_set.issubset(values):
                 out["s"] = sorted(fields_set)
             return out
         if dataclasses.is_dataclass(obj):
@@ -349,11 +455,17 @@ class _Decoder:
             return cls(*(self.decode(v) for v in value))
         fields = {k: self.decode(v) for k, v in value.items()}
         if tag == "pydantic":
-            fields_set = obj.get("s")
-            instance = cls.model_construct(
-                _fields_set=set(fields_set) if fields_set is not None else None,
-                **fields,
+            stored_set = obj.get("s")
+            model_fields = getattr(cls, "model_fields", None) or {}
+            fields_set = (
+                set(stored_set)
+                if stored_set is not None
+                else {k for k in fields if k in model_fields}
             )
+            for name, make in _default_fillers(cls):  # defaults left out when stored
+                if name not in fields:
+                    fields[name] = make()
+            instance = cls.model_construct(_fields_set=fields_set, **fields)
             return instance
         instance = object.__new__(cls)
         for key, item in fields.items():

@@ -8,7 +8,9 @@ Payloads are stored as BLOBs exactly as the serializer produced them (with
 their type tag in the neighbouring ``*type`` column). With the default
 serializer they are JSON text, so SQL can read them, e.g.
 ``SELECT json_extract(CAST(metadata AS TEXT), '$.step') FROM engine_checkpoints``.
-Deadlines are Unix timestamps (REAL seconds).
+Deadlines are Unix timestamps (REAL seconds). The checkpoint payload's layout
+(no ``id``/``ts``, scalar values inline since v1) is Postgres's: see
+``engine.checkpoint.postgres._sql``.
 """
 
 from __future__ import annotations
@@ -79,6 +81,10 @@ MIGRATIONS: list[tuple[str, ...]] = [
         "CREATE INDEX engine_checkpoint_ttl_expires_idx "
         "ON engine_checkpoint_ttl (expires_at)",
     ),
+    # v1: the creation time in its own column, so a history is read without
+    # decoding checkpoints; rows written from now on keep it out of the
+    # checkpoint payload (older rows keep it there and leave the column NULL).
+    ("ALTER TABLE engine_checkpoints ADD COLUMN ts TEXT",),
 ]
 
 
@@ -87,8 +93,37 @@ def _keys(width: int) -> str:
     return f"SELECT {columns} FROM json_each(%s)"
 
 
+_META = "CAST(c.metadata AS TEXT)"
+
+_JSON_TESTS = {
+    "absent_or_null": f"coalesce(json_type({_META}, ?), 'null') = 'null'",
+    "null": f"json_type({_META}, ?) = 'null'",
+    "string": f"(json_type({_META}, ?) = 'text' AND json_extract({_META}, ?) = ?)",
+    "number": (
+        f"(json_type({_META}, ?) IN ('integer', 'real') "
+        f"AND json_extract({_META}, ?) = ?)"
+    ),
+    "bool": f"json_type({_META}, ?) = ?",
+    "object": (
+        f"(json_type({_META}, ?) = 'object' AND json_type({_META}, ?) IS NULL "
+        f"AND (SELECT count(*) FROM json_each({_META}, ?)) = ?)"
+    ),
+    "array": (
+        f"(json_type({_META}, ?) = 'array' AND json_array_length({_META}, ?) = ?)"
+    ),
+    "tagged": (
+        f"(json_type({_META}, ?) = 'object' AND json_type({_META}, ?) IS NOT NULL)"
+    ),
+}
+
+_UNQUOTABLE = frozenset('"\\') | frozenset(map(chr, range(32)))
+"""Key characters a SQLite JSON path cannot name (quoted labels have no escapes,
+and JSON escapes these characters in the stored text)."""
+
+
 class SqliteDialect(SqlDialect):
-    """Key sets travel as one JSON array parameter, read back with ``json_each``."""
+    """Key sets travel as one JSON array parameter, read back with ``json_each``;
+    metadata filters use SQLite's JSON functions on the payload as text."""
 
     def keys_param(
         self, keys: Sequence[tuple[str, ...]], width: int
@@ -97,6 +132,34 @@ class SqliteDialect(SqlDialect):
 
     def timestamp(self, moment: datetime) -> Any:
         return moment.timestamp()
+
+    def json_inspectable(self) -> str:
+        return f"c.metadata_type IN ('json', 'jsonraw') AND json_valid({_META})"
+
+    def json_path(self, path: Sequence[str | int]) -> Any | None:
+        parts = ["$"]
+        for step in path:
+            if isinstance(step, int):
+                parts.append(f"[{step}]")
+            elif _UNQUOTABLE.isdisjoint(step):
+                parts.append(f'."{step}"')
+            else:
+                return None
+        return "".join(parts)
+
+    def json_test(
+        self, test: str, path: Any, tag_path: Any, value: Any = None
+    ) -> tuple[str, tuple[Any, ...]]:
+        sql = _JSON_TESTS[test]
+        if test in ("absent_or_null", "null"):
+            return sql, (path,)
+        if test in ("string", "number", "array"):
+            return sql, (path, path, value)
+        if test == "bool":
+            return sql, (path, "true" if value else "false")
+        if test == "object":
+            return sql, (path, tag_path, path, value)
+        return sql, (path, tag_path)
 
 
 DIALECT = SqliteDialect(placeholder="?", keys3=_keys(3), keys4=_keys(4))

@@ -106,6 +106,82 @@ def test_pydantic_round_trip_keeps_fields_set(serde: JsonPlusSerializer) -> None
     assert loaded.model_fields_set == {"sku"}
 
 
+class Message(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow")
+
+    content: str
+    kind: str = "ai"
+    name: str | None = None
+    meta: dict[str, Any] = pydantic.Field(default_factory=dict)
+    calls: list[Any] = []
+    ratio: float = 0.0
+    made: str = pydantic.Field(default_factory=lambda: uuid.uuid4().hex)
+
+
+def _stored_fields(serde: JsonPlusSerializer, value: Any) -> dict[str, Any]:
+    payload = orjson.loads(serde.dumps_typed(value)[1])
+    return {"v": payload["v"], "s": payload.get("s")}
+
+
+def test_pydantic_fields_left_at_their_default_are_not_stored(
+    serde: JsonPlusSerializer,
+) -> None:
+    message = Message(content="hi", made="m1")
+
+    stored = _stored_fields(serde, message)
+    loaded = serde.loads_typed(serde.dumps_typed(message))
+
+    assert stored == {"v": {"content": "hi", "made": "m1"}, "s": None}
+    assert loaded == message and loaded.model_fields_set == {"content", "made"}
+
+
+def test_pydantic_defaults_changed_in_place_or_unfixed_are_stored(
+    serde: JsonPlusSerializer,
+) -> None:
+    message = Message.model_construct(content="hi", ratio=0)  # an int, not 0.0
+    message.meta["k"] = 1  # changed in place: still not "set"
+    message.calls.append(False)
+
+    stored = _stored_fields(serde, message)
+    loaded = serde.loads_typed(serde.dumps_typed(message))
+
+    assert set(stored["v"]) == {"content", "meta", "calls", "ratio", "made"}
+    assert stored["s"] == ["content", "ratio"]
+    assert loaded == message
+    assert loaded.model_fields_set == {"content", "ratio"}
+    assert type(loaded.ratio) is int and loaded.calls == [False]
+
+
+def test_pydantic_extras_and_explicitly_set_defaults_round_trip(
+    serde: JsonPlusSerializer,
+) -> None:
+    message = Message(content="hi", kind="ai", made="m1", extra_field=[1])
+
+    stored = _stored_fields(serde, message)
+    loaded = serde.loads_typed(serde.dumps_typed(message))
+
+    assert stored["v"] == {"content": "hi", "kind": "ai", "made": "m1", "extra_field": [1]}
+    assert loaded == message
+    assert loaded.model_fields_set == message.model_fields_set
+
+
+def test_pydantic_payloads_with_every_field_still_load(serde: JsonPlusSerializer) -> None:
+    old = stored(
+        "pydantic",
+        f"{__name__}:Message",
+        {"content": "hi", "kind": "ai", "name": None, "meta": {}, "calls": [],
+         "ratio": 0.0, "made": "m1"},
+    )
+    payload = orjson.loads(old[1])
+    payload["s"] = ["content"]
+    register_type(Message)
+
+    loaded = serde.loads_typed(("json", orjson.dumps(payload)))
+
+    assert loaded == Message(content="hi", made="m1")
+    assert loaded.model_fields_set == {"content"}
+
+
 def test_payload_is_plain_json_readable_without_the_serializer(serde: JsonPlusSerializer) -> None:
     tag, payload = serde.dumps_typed({"when": NOW, "n": 1, "s": "x"})
 

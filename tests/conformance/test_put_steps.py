@@ -1,0 +1,459 @@
+"""put_steps: several steps (group commit), in order, each entry fenced in turn.
+
+Every backend keeps a batch all or nothing: when an entry fails (a fencing
+conflict, a value that cannot be stored, a writes-only entry without a
+checkpoint id), neither it nor any other entry of the batch is stored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine.checkpoint._sqlcore import writes
+from engine.checkpoint.base import BaseCheckpointSaver, Checkpoint, StepSave
+from engine.checkpoint.postgres._sql import DIALECT
+from engine.checkpoint.serde.jsonplus import JsonPlusSerializer
+from engine.errors import CheckpointConflictError
+from tests._support.builders import (
+    fenced,
+    make_checkpoint,
+    make_config,
+    make_metadata,
+    next_checkpoint,
+)
+
+
+def _root(saver: BaseCheckpointSaver, thread_id: str = "t1", ns: str = ""):
+    checkpoint = make_checkpoint({"n": -1, "log": []})
+    config = saver.put(
+        fenced(make_config(thread_id, checkpoint_ns=ns), None),
+        checkpoint,
+        make_metadata(),
+        checkpoint["channel_versions"],
+    )
+    return checkpoint, config
+
+
+def _steps(
+    start: Checkpoint, config: dict[str, Any], count: int, *, fence: bool = True
+) -> tuple[list[StepSave], list[Checkpoint]]:
+    """``count`` steps after ``start`` as the runtime batches them: each entry
+    fenced on the previous entry's checkpoint, with the task writes that led to
+    it saved against that previous checkpoint; ``log`` grows by deltas."""
+    steps: list[StepSave] = []
+    made: list[Checkpoint] = []
+    previous = start
+    conf = config["configurable"]
+    for step in range(count):
+        checkpoint, changed = next_checkpoint(
+            previous, {"n": step}, append={"log": [f"item {step}"]}, step=step
+        )
+        parent = make_config(conf["thread_id"], previous["id"], conf["checkpoint_ns"])
+        writes = [("n", step), ("log", [f"item {step}"])]
+        steps.append(
+            (
+                fenced(parent, previous["id"]) if fence else parent,
+                [(f"task-{step}", f"~pull, node{step}", writes)],
+                checkpoint,
+                make_metadata(step, "loop"),
+                changed,
+            )
+        )
+        made.append(checkpoint)
+        previous = checkpoint
+    return steps, made
+
+
+def _ids(saver: BaseCheckpointSaver, thread_id: str = "t1", ns: str = "") -> list:
+    return [
+        t.config["configurable"]["checkpoint_id"]
+        for t in saver.list(make_config(thread_id, checkpoint_ns=ns))
+    ]
+
+
+def test_put_steps_saves_five_steps_and_reads_them_back(saver) -> None:
+    root, config = _root(saver)
+    steps, made = _steps(root, config, 5)
+
+    stored = saver.put_steps(steps)
+
+    assert [c["configurable"]["checkpoint_id"] for c in stored] == [
+        c["id"] for c in made
+    ]
+    assert _ids(saver) == [c["id"] for c in reversed([root, *made])]
+    for step, (checkpoint, saved) in enumerate(zip(made, stored, strict=True)):
+        loaded = saver.get_tuple(saved)
+        assert loaded is not None
+        assert loaded.checkpoint["channel_values"] == {
+            "n": step,
+            "log": [f"item {i}" for i in range(step + 1)],
+        }
+        assert loaded.checkpoint["ts"] == checkpoint["ts"]
+        assert loaded.metadata == make_metadata(step, "loop")
+        parent = root if step == 0 else made[step - 1]
+        assert loaded.parent_config == make_config("t1", parent["id"])
+        parent_tuple = saver.get_tuple(make_config("t1", parent["id"]))
+        assert parent_tuple is not None
+        assert parent_tuple.pending_writes == [
+            (f"task-{step}", "n", step),
+            (f"task-{step}", "log", [f"item {step}"]),
+        ]
+    latest = saver.get_tuple(make_config("t1"))
+    assert latest is not None and latest.pending_writes == []
+
+
+def test_put_steps_equals_saving_one_by_one(saver) -> None:
+    root, config = _root(saver, "batched")
+    steps, _ = _steps(root, config, 4)
+    saver.put_steps(steps)
+    other_root, other_config = _root(saver, "single")
+    singles, _ = _steps(other_root, other_config, 4)
+    for conf, task_writes, checkpoint, metadata, versions in singles:
+        saver.put_step(conf, task_writes, checkpoint, metadata, versions)
+
+    def shape(thread_id: str) -> list:
+        return [
+            (
+                t.checkpoint["channel_values"],
+                t.metadata,
+                t.pending_writes,
+                t.parent_config is None,
+            )
+            for t in saver.list(make_config(thread_id))
+        ]
+
+    assert shape("batched") == shape("single")
+
+
+def test_a_conflict_in_the_middle_keeps_nothing_of_the_batch(saver) -> None:
+    root, config = _root(saver)
+    steps, made = _steps(root, config, 5)
+    conf, task_writes, checkpoint, metadata, versions = steps[2]
+    # the third entry expects a head the thread will not have (another writer's)
+    steps[2] = (fenced(conf, root["id"]), task_writes, checkpoint, metadata, versions)
+    before = saver.stored_bytes("t1")
+
+    with pytest.raises(CheckpointConflictError) as caught:
+        saver.put_steps(steps)
+
+    assert made[1]["id"] in str(caught.value)  # the head it found
+    for checkpoint in made:
+        assert saver.get_tuple(make_config("t1", checkpoint["id"])) is None
+    assert _ids(saver) == [root["id"]]
+    root_tuple = saver.get_tuple(make_config("t1", root["id"]))
+    assert root_tuple is not None and root_tuple.pending_writes == []
+    assert saver.stored_bytes("t1") == before
+
+
+def test_a_batch_behind_the_stored_head_conflicts_at_its_first_entry(saver) -> None:
+    root, config = _root(saver)
+    winner, changed = next_checkpoint(root, {"n": 100})
+    saver.put(fenced(config, root["id"]), winner, make_metadata(0, "loop"), changed)
+    steps, made = _steps(root, config, 3)
+
+    with pytest.raises(CheckpointConflictError):
+        saver.put_steps(steps)
+
+    assert _ids(saver) == [winner["id"], root["id"]]
+
+
+def test_an_unstorable_value_in_the_middle_keeps_nothing(saver) -> None:
+    root, config = _root(saver)
+    steps, made = _steps(root, config, 3)
+    conf, task_writes, checkpoint, metadata, versions = steps[1]
+    checkpoint["channel_values"]["n"] = object()
+
+    with pytest.raises(Exception, match="Cannot store"):
+        saver.put_steps(steps)
+
+    assert _ids(saver) == [root["id"]]
+
+
+def test_writes_only_entries(saver) -> None:
+    root, config = _root(saver)
+    steps, made = _steps(root, config, 2)
+    root_config = make_config("t1", root["id"])
+    first_config = make_config("t1", made[0]["id"])
+    batch: list[StepSave] = [
+        # a task that finished early in step 0, saved on its own
+        (root_config, [("task-early", "~pull, early", [("n", 10)])], None, None, {}),
+        steps[0],
+        # writes of step 1's tasks, then a special write that replaces another
+        (
+            first_config,
+            [("task-x", "~pull, x", [("__error__", "boom 1")])],
+            None,
+            None,
+            {},
+        ),
+        (
+            first_config,
+            [("task-x", "~pull, x", [("__error__", "boom 2")])],
+            None,
+            None,
+            {},
+        ),
+        (first_config, [("task-y", "~pull, y", [("log", ["y"])])], None, None, {}),
+        (first_config, [("task-y", "~pull, y", [("log", ["retry"])])], None, None, {}),
+        steps[1],
+    ]
+
+    stored = saver.put_steps(batch)
+
+    assert [s is None for s in stored] == [True, False, True, True, True, True, False]
+    root_tuple = saver.get_tuple(root_config)
+    first = saver.get_tuple(first_config)
+    assert root_tuple is not None and first is not None
+    assert root_tuple.pending_writes == [
+        ("task-early", "n", 10),
+        ("task-0", "n", 0),
+        ("task-0", "log", ["item 0"]),
+    ]
+    assert first.pending_writes == [
+        ("task-1", "n", 1),
+        ("task-1", "log", ["item 1"]),
+        ("task-x", "__error__", "boom 2"),  # special writes: the last one
+        ("task-y", "log", ["y"]),  # regular writes: the first one
+    ]
+    assert _ids(saver) == [made[1]["id"], made[0]["id"], root["id"]]
+
+
+def test_a_batch_of_writes_only(saver) -> None:
+    _, config = _root(saver)
+
+    stored = saver.put_steps(
+        [
+            (config, [("task-a", "~pull, a", [("n", 1)])], None, None, {}),
+            (config, [("task-b", "~pull, b", [("n", 2)])], None, None, {}),
+        ]
+    )
+
+    loaded = saver.get_tuple(config)
+    assert stored == [None, None]
+    assert loaded is not None
+    assert loaded.pending_writes == [("task-a", "n", 1), ("task-b", "n", 2)]
+
+
+def test_writes_only_entry_without_checkpoint_id_fails_and_keeps_nothing(
+    saver,
+) -> None:
+    root, config = _root(saver)
+    steps, _ = _steps(root, config, 1)
+
+    with pytest.raises(ValueError, match="checkpoint_id"):
+        saver.put_steps(
+            [
+                steps[0],
+                (make_config("t1"), [("task-a", "", [("n", 1)])], None, None, {}),
+            ]
+        )
+
+    assert _ids(saver) == [root["id"]]
+
+
+def test_first_checkpoints_of_threads_and_namespaces_in_one_batch(saver) -> None:
+    batch: list[StepSave] = []
+    firsts = {}
+    for thread_id, ns in [("t2", ""), ("t1", ""), ("t1", "sub:1")]:
+        checkpoint = make_checkpoint({"n": -1, "log": []})
+        firsts[(thread_id, ns)] = checkpoint
+        batch.append(
+            (
+                fenced(make_config(thread_id, checkpoint_ns=ns), None),
+                [("ignored", "", [("n", 5)])],  # no parent: nothing to write against
+                checkpoint,
+                make_metadata(),
+                checkpoint["channel_versions"],
+            )
+        )
+    for (thread_id, ns), checkpoint in list(firsts.items()):
+        more, _ = _steps(checkpoint, make_config(thread_id, checkpoint_ns=ns), 2)
+        batch.extend(more)
+
+    stored = saver.put_steps(batch)
+
+    assert len(stored) == 9 and all(s is not None for s in stored)
+    for thread_id, ns in firsts:
+        assert len(_ids(saver, thread_id, ns)) == 3
+        first = saver.get_tuple(
+            make_config(thread_id, firsts[(thread_id, ns)]["id"], ns)
+        )
+        assert first is not None and [w[0] for w in first.pending_writes] == [
+            "task-0",
+            "task-0",
+        ]
+        latest = saver.get_tuple(make_config(thread_id, checkpoint_ns=ns))
+        assert latest is not None
+        assert latest.checkpoint["channel_values"]["log"] == ["item 0", "item 1"]
+
+
+def test_unfenced_entries_fork_without_checks(saver) -> None:
+    root, config = _root(saver)
+    steps, made = _steps(root, config, 2)
+    saver.put_steps(steps)
+    fork, fork_changed = next_checkpoint(root, {"n": "fork"}, step=0)
+
+    stored = saver.put_steps(
+        [(config, [], fork, make_metadata(0, "fork"), fork_changed)]
+    )
+
+    loaded = saver.get_tuple(stored[0])
+    assert loaded is not None and loaded.checkpoint["channel_values"]["n"] == "fork"
+    assert loaded.parent_config == make_config("t1", root["id"])
+
+
+def test_empty_batch(saver) -> None:
+    assert saver.put_steps([]) == []
+
+
+async def test_aput_steps_matches_put_steps(asaver) -> None:
+    root = make_checkpoint({"n": -1, "log": []})
+    config = await asaver.aput(
+        fenced(make_config("t1"), None),
+        root,
+        make_metadata(),
+        root["channel_versions"],
+    )
+    steps, made = _steps(root, config, 5)
+    steps.insert(
+        2,
+        (
+            make_config("t1", made[1]["id"]),
+            [("task-z", "~pull, z", [("n", 99)])],
+            None,
+            None,
+            {},
+        ),
+    )
+
+    stored = await asaver.aput_steps(steps)
+
+    assert [s is None for s in stored] == [False, False, True, False, False, False]
+    latest = await asaver.aget_tuple(make_config("t1"))
+    assert latest is not None
+    assert latest.checkpoint["id"] == made[-1]["id"]
+    assert latest.checkpoint["channel_values"]["log"] == [f"item {i}" for i in range(5)]
+    second = await asaver.aget_tuple(make_config("t1", made[1]["id"]))
+    assert second is not None
+    assert [w[0] for w in second.pending_writes] == ["task-2", "task-2", "task-z"]
+
+    conf, task_writes, checkpoint, metadata, versions = steps[-1]
+    stale, stale_changed = next_checkpoint(made[-1], {"n": "late"}, step=9)
+    with pytest.raises(CheckpointConflictError):
+        await asaver.aput_steps(
+            [
+                (
+                    fenced(make_config("t1", made[-1]["id"]), made[-1]["id"]),
+                    [],
+                    stale,
+                    make_metadata(9, "loop"),
+                    stale_changed,
+                ),
+                (conf, task_writes, checkpoint, metadata, versions),  # head moved
+            ]
+        )
+    assert (await asaver.aget_tuple(make_config("t1"))).checkpoint["id"] == made[-1][
+        "id"
+    ]
+
+
+def test_repeated_conflicting_batches_do_not_disturb_later_ones(saver) -> None:
+    # Postgres prepares statements after a few uses; a conflict aborts the
+    # pipelined transaction and must not leave the connection confused.
+    root, config = _root(saver)
+    head = root
+    for round_ in range(8):
+        steps, made = _steps(head, make_config("t1", head["id"]), 3)
+        if round_:
+            stale = list(steps)
+            conf, task_writes, checkpoint, metadata, versions = stale[1]
+            stale[1] = (
+                fenced(conf, root["id"]),
+                task_writes,
+                checkpoint,
+                metadata,
+                versions,
+            )
+            with pytest.raises(CheckpointConflictError):
+                saver.put_steps(stale)
+        saver.put_steps(steps)
+        head = made[-1]
+
+    assert len(_ids(saver)) == 1 + 8 * 3
+
+
+def _statements(steps: list[StepSave]) -> list[Any]:
+    """Drive put_steps' operation for Postgres without a database: what it yields."""
+    op = writes.put_steps(DIALECT, JsonPlusSerializer(), steps)
+    yielded = []
+    answer: Any = None
+    while True:
+        try:
+            stmt = op.send(answer)
+        except StopIteration:
+            return yielded
+        yielded.append(stmt)
+        answer = [[] for _ in stmt] if isinstance(stmt, tuple) else None
+
+
+def _round_trips(yielded: list[Any]) -> int:
+    """Round trips of the pipelining driver: one per yield that fetches rows,
+    plus the commit."""
+    fetching = [
+        s for s in yielded if isinstance(s, tuple) or getattr(s, "fetch", False)
+    ]
+    return len(fetching) + 1
+
+
+def test_postgres_batch_is_one_round_trip_without_delta_lookups() -> None:
+    root = make_checkpoint({"n": -1})
+    config = make_config("t1", root["id"])
+    steps: list[StepSave] = []
+    previous = root
+    for step in range(5):
+        checkpoint, changed = next_checkpoint(previous, {"n": step}, step=step)
+        steps.append(
+            (
+                fenced(make_config("t1", previous["id"]), previous["id"]),
+                [(f"task-{step}", "~pull, a", [("n", step)])],
+                checkpoint,
+                make_metadata(step, "loop"),
+                changed,
+            )
+        )
+        steps.append((config, [("task-w", "~pull, w", [("n", 0)])], None, None, {}))
+        previous = checkpoint
+
+    yielded = _statements(steps)
+
+    assert _round_trips(yielded) == 1
+    checks = [s for s in yielded if "engine_checkpoint_expect_head" in s.sql]
+    assert len(checks) == 5  # each entry fenced, in the database
+
+
+def test_postgres_batch_reads_delta_bases_once() -> None:
+    root = make_checkpoint({"n": -1, "log": []})
+    steps, _ = _steps(root, make_config("t1", root["id"]), 5)
+
+    yielded = _statements(steps)
+
+    # one read of the base older than the batch; later bases are the batch's own
+    assert _round_trips(yielded) == 2
+
+
+def test_a_batch_across_a_thread_and_its_copy(saver) -> None:
+    root, config = _root(saver)
+    saver.copy_thread("t1", "t2")  # same versions in both threads
+    steps, _ = _steps(root, config, 2)
+    copied, _ = _steps(root, make_config("t2", root["id"]), 3)
+
+    saver.put_steps([steps[0], copied[0], steps[1], copied[1], copied[2]])
+
+    for thread_id, count in (("t1", 2), ("t2", 3)):
+        latest = saver.get_tuple(make_config(thread_id))
+        assert latest is not None
+        assert latest.checkpoint["channel_values"]["log"] == [
+            f"item {i}" for i in range(count)
+        ]
