@@ -250,6 +250,7 @@ class Worker:
         last_check = time.monotonic()
         outcome: dict[str, Any] = {"checkpointed": False}
         stream = graph.stream_events(graph_input, config, durability=durability)
+        writer = run_events.EventWriter(run)
         try:
             for event in stream:
                 if isinstance(event, ev.RunFinished):
@@ -259,7 +260,7 @@ class Worker:
                     outcome["checkpointed"] = True
                 record = run_events.as_record(event)
                 if record is not None:
-                    run_events.append(run, *record)
+                    writer.add(*record)
                 if time.monotonic() - last_check > CANCEL_CHECK_SECONDS:
                     last_check = time.monotonic()
                     action = (
@@ -271,6 +272,7 @@ class Worker:
                         raise _Cancelled(action)
         finally:
             stream.close()
+            writer.flush()
         action = (
             Run.objects.filter(pk=run.pk)
             .values_list("cancel_requested", flat=True)
