@@ -1287,13 +1287,15 @@ class PregelLoop:
                 chunk["__metadata__"] = {"cached": True}
             self.sink((self.ns, "updates", chunk))
         if "tasks" in modes or "debug" in modes:
-            self._emit_task_result(task, None, [])
+            self._emit_task_result(task, None, [], cached=cached)
 
     def _emit_task_result(
         self,
         task: PregelExecutableTask,
         error: BaseException | None,
         interrupts: list[Interrupt],
+        *,
+        cached: bool = False,
     ) -> None:
         if TAG_HIDDEN in task.node.tags or not (
             "tasks" in self.modes or "debug" in self.modes
@@ -1317,6 +1319,8 @@ class PregelLoop:
             "result": result,
             "interrupts": [{"id": i.id, "value": i.value} for i in interrupts],
         }
+        if cached:
+            payload["cached"] = True  # the writes came from the node's cache
         self._emit("tasks", payload)
         self._emit_debug("task_result", payload, self.step)
 

@@ -141,6 +141,10 @@ def test_cached_node_reuses_writes_and_says_so_in_the_stream() -> None:
     second = list(graph.stream({"user": "a", "n": 2}, stream_mode="updates"))
     other = graph.invoke({"user": "a", "n": 3})
 
+    tasks = [
+        c for c in graph.stream({"user": "a", "n": 2}, stream_mode="tasks") if "result" in c
+    ]
+    assert tasks[0]["cached"] is True and tasks[0]["result"] == {"n": 20}
     assert first == [{"slow": {"n": 20}}]
     assert second == [{"slow": {"n": 20}, "__metadata__": {"cached": True}}]
     assert other["n"] == 30
