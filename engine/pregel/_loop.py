@@ -1312,7 +1312,7 @@ class PregelLoop:
             if error is None and not interrupts
             else None
         )
-        payload = {
+        payload: dict[str, Any] = {
             "id": task.id,
             "name": task.name,
             "error": None if error is None else f"{type(error).__name__}({error})",
