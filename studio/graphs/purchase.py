@@ -161,7 +161,13 @@ def make_budget(limit_minor: int) -> Callable[[PurchaseState], dict[str, Any]]:
             if ok
             else f"{_yuan(amount)} exceeds the limit of {_yuan(limit_minor)}"
         )
-        return {"budget_ok": ok, "checks": [{"check": "budget", "ok": ok, "why": why}]}
+        check = {
+            "check": "budget",
+            "ok": ok,
+            "why": why,
+            "version": state["approval_version"],
+        }
+        return {"budget_ok": ok, "checks": [check]}
 
     return budget
 
@@ -179,8 +185,21 @@ def compliance(state: PurchaseState) -> dict[str, Any]:
     why = "vendor and category are allowed" if ok else "; ".join(problems)
     return {
         "compliance_ok": ok,
-        "checks": [{"check": "compliance", "ok": ok, "why": why}],
+        "checks": [
+            {
+                "check": "compliance",
+                "ok": ok,
+                "why": why,
+                "version": state["approval_version"],
+            }
+        ],
     }
+
+
+def _checks(state: PurchaseState) -> list[dict[str, Any]]:
+    """This version's check results: the log keeps every version's, newest last."""
+    version = state.get("approval_version")
+    return [c for c in state.get("checks", []) if c.get("version", version) == version]
 
 
 def human_review(state: PurchaseState) -> dict[str, Any]:
@@ -199,9 +218,7 @@ def human_review(state: PurchaseState) -> dict[str, Any]:
         "reason": state.get("reason", ""),
         "requester": state.get("requester", ""),
         "items": state.get("items", []),
-        "checks": [
-            c for c in state.get("checks", []) if c["check"] in ("budget", "compliance")
-        ],
+        "checks": _checks(state),
         "checks_passed": checks_ok,
         "what_will_happen": (
             f"Approving buys {_yuan(amount)} from {state.get('vendor') or 'the vendor'} "
@@ -292,7 +309,7 @@ def make_execute(purchaser: Purchaser) -> Callable[[PurchaseState], dict[str, An
 def reject(state: PurchaseState) -> dict[str, Any]:
     """Explain why nothing was bought."""
     decision = state.get("decision") or {}
-    failed = [c for c in state.get("checks", []) if not c.get("ok")]
+    failed = [c for c in _checks(state) if not c.get("ok")]
     if failed:
         why = "; ".join(c["why"] for c in failed)
         text = f"Rejected: {why}."

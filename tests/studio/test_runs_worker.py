@@ -226,3 +226,43 @@ def test_requeued_run_resumes_from_its_own_checkpoint_without_redoing_steps(
     assert run.status == Run.Status.SUCCESS
     assert calls["slow"] == before  # "first" did not run again
     assert state.values["log"] == ["first", "waited"]
+
+
+def test_a_changed_request_gets_a_new_version_and_runs_the_checks_again(
+    alice: User,
+) -> None:
+    first = runs.start_run(graph="purchase", user=alice, input=REQUEST)
+    Worker().run_once()
+    changed = {**REQUEST, "approval_version": 2, "amount_minor": 20_000_000}
+    runs.start_run(
+        graph="purchase", user=alice, thread_id=first.thread_id, input=changed
+    )
+
+    Worker().run_once()
+
+    payload = (
+        RunEvent.objects.filter(thread_id=first.thread_id, kind="interrupt")
+        .last()
+        .payload
+    )
+    review = payload["interrupts"][0]["value"]
+    assert review["approval_version"] == 2
+    assert [(c["check"], c["ok"]) for c in review["checks"]] == [
+        ("budget", False),
+        ("compliance", True),
+    ]
+    assert review["checks_passed"] is False
+    # approving version 2 cannot override the failed budget check
+    runs.start_run(
+        graph="purchase",
+        user=alice,
+        thread_id=first.thread_id,
+        command=decision(version=2),
+    )
+    Worker().run_once()
+    state = runnable("purchase").get_state(
+        {"configurable": {"thread_id": first.thread_id}}
+    )
+    assert state.values["status"] == "rejected"
+    assert "exceeds the limit" in state.values["result"]
+    assert not PurchaseOutbox.objects.filter(request_id="R-7").exists()
