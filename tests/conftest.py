@@ -26,6 +26,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from pathlib import Path  # noqa: PLC0415
 
     folder = Path(tempfile.gettempdir()) / "graph-studio-tests"
-    for pattern in (f"checkpoints-{os.getpid()}.sqlite3*", f"test-{os.getpid()}.sqlite3*"):
+    for pattern in (
+        f"checkpoints-{os.getpid()}.sqlite3*",
+        f"test-{os.getpid()}.sqlite3*",
+    ):
         for path in folder.glob(pattern):
             path.unlink(missing_ok=True)

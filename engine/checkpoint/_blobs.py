@@ -29,8 +29,10 @@ __all__ = (
     "encode_blob",
     "inline_values",
     "load_stored",
+    "pack_structure",
     "restore_structure",
     "stored_structure",
+    "unpack_structure",
 )
 
 MAX_CHAIN = 64
@@ -128,11 +130,155 @@ def stored_structure(
     checkpoint: Mapping[str, Any], inline: Mapping[str, Any]
 ) -> dict[str, Any]:
     """What the SQL savers store of a checkpoint dict (see ``restore_structure``),
-    with the ``inline_values`` as its ``channel_values``."""
+    with the ``inline_values`` as its ``channel_values``, packed (``pack_structure``)."""
     stored = {k: v for k, v in checkpoint.items() if k not in _NOT_STORED}
     if inline:
         stored["channel_values"] = dict(inline)
+    return pack_structure(stored)
+
+
+# -- packed structures -----------------------------------------------------------------
+#
+# A checkpoint's structure is mostly version strings: every channel's version and,
+# per node, the versions it has seen, ~20 characters each and largely the same few
+# (a step gives every channel it writes one new version). Stored packed, each
+# distinct version is written once, in a table ``V``, and shortened when it has the
+# default form (``BaseCheckpointSaver.get_next_version``: 12 zero-padded digits, a
+# dot, 8 hex digits; "000000000101.4000541b" is stored as "101.4000541b"); the
+# maps refer to it by position:
+#
+#     {"v": 4, "V": ["2.314b0269", "101.4000541b"],
+#      "cv": {"__start__": 0, "n": 1, "messages": 1},       # channel_versions
+#      "vs": {"__start__": {"__start__": 0}},                # versions_seen
+#      "uc": [2, 1], "schema_version": 1}                    # updated_channels
+#
+# ``uc`` names a channel by its position among ``cv``'s keys (a name otherwise). A
+# version of another form is stored as a one-item list (``["7"]``, ``[3]``), so
+# nothing is ambiguous. A packed structure has no ``channel_versions`` key, which
+# every structure stored whole has; reads accept both. Pure JSON, so SQL can still
+# read a version: ``checkpoint->'V'->((checkpoint->'cv'->>'msg')::int)``.
+
+_PACKED_KEYS = frozenset({"V", "cv", "vs", "uc"})
+_HEX = frozenset("0123456789abcdef")
+_HASHABLE = frozenset({str, int, float})
+_MISSING = object()
+
+
+def _short_version(version: Any) -> Any:
+    """A version as stored in ``V`` (see above)."""
+    kind = type(version)
+    if kind is str:
+        counter = version[:12]
+        if (
+            len(version) == 21
+            and version[12] == "."
+            and counter.isascii()
+            and counter.isdigit()
+            and _HEX.issuperset(version[13:])
+        ):
+            return (counter.lstrip("0") or "0") + version[12:]
+        return [version]
+    if kind is int or kind is float:
+        return version
+    return [version]
+
+
+def _long_version(stored: Any) -> Any:
+    if type(stored) is str:
+        return "0" * (12 - stored.index(".")) + stored
+    if type(stored) is list:
+        if len(stored) != 1:
+            raise ValueError(f"bad version entry {stored!r}")
+        return stored[0]
     return stored
+
+
+def pack_structure(structure: Mapping[str, Any]) -> dict[str, Any]:
+    """A checkpoint structure with its versions packed (see above); structures of
+    an unexpected shape are returned whole (as a plain dict), which reads accept."""
+    versions = structure.get("channel_versions")
+    seen = structure.get("versions_seen")
+    updated = structure.get("updated_channels", _MISSING)
+    if (
+        type(versions) is not dict
+        or type(seen) is not dict
+        or not all(type(v) is dict for v in seen.values())
+        or not (
+            updated is _MISSING
+            or updated is None
+            or (type(updated) is list and all(type(c) is str for c in updated))
+        )
+        or not _PACKED_KEYS.isdisjoint(structure)
+    ):
+        return dict(structure)
+    table: list[Any] = []
+    positions: dict[Any, int] = {}
+
+    def ref(version: Any) -> int:
+        kind = type(version)
+        key = (kind, version if kind in _HASHABLE else repr(version))
+        found = positions.get(key)
+        if found is None:
+            found = positions[key] = len(table)
+            table.append(_short_version(version))
+        return found
+
+    packed_versions = {channel: ref(v) for channel, v in versions.items()}
+    packed_seen = {
+        node: {channel: ref(v) for channel, v in by_channel.items()}
+        for node, by_channel in seen.items()
+    }
+    index = {channel: i for i, channel in enumerate(versions)}
+    packed: dict[str, Any] = {}
+    for key, value in structure.items():
+        if key == "channel_versions":
+            packed["V"] = table
+            packed["cv"] = packed_versions
+        elif key == "versions_seen":
+            packed["vs"] = packed_seen
+        elif key == "updated_channels":
+            packed["uc"] = (
+                None
+                if value is None
+                else [index.get(channel, channel) for channel in value]
+            )
+        else:
+            packed[key] = value
+    return packed
+
+
+def unpack_structure(stored: Any, what: str = "checkpoint") -> Any:
+    """The structure ``pack_structure`` packed; anything else is returned unchanged."""
+    if type(stored) is not dict or "channel_versions" in stored or "cv" not in stored:
+        return stored
+    try:
+        table = [_long_version(entry) for entry in stored["V"]]
+        versions = {channel: table[i] for channel, i in stored["cv"].items()}
+        names = list(versions)
+        result: dict[str, Any] = {}
+        for key, value in stored.items():
+            if key == "V":
+                continue
+            if key == "cv":
+                result["channel_versions"] = versions
+            elif key == "vs":
+                result["versions_seen"] = {
+                    node: {channel: table[i] for channel, i in by_channel.items()}
+                    for node, by_channel in value.items()
+                }
+            elif key == "uc":
+                result["updated_channels"] = (
+                    None
+                    if value is None
+                    else [names[c] if type(c) is int else c for c in value]
+                )
+            else:
+                result[key] = value
+    except (IndexError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise SerializationError(
+            f"Stored {what} is corrupt and cannot be read (packed versions): {exc}"
+        ) from exc
+    return result
 
 
 _INT64 = (-(2**63), 2**63 - 1)

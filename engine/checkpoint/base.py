@@ -61,7 +61,9 @@ CHECKPOINT_FORMAT = 4
 
 WRITES_IDX_MAP = {ERROR: -1, INTERRUPT: -3, RESUME: -4}
 """Special writes are stored at fixed negative indexes so re-saving them replaces
-the previous value (a task has one error, one interrupt list, one resume list)."""
+the previous value (a task has one error, one interrupt list, one resume list).
+A task's regular writes are one unit: a re-save keeps the first set, as a whole
+(see ``engine.checkpoint._writes``)."""
 
 EXPECTED_HEAD = "__engine_expected_head"
 """Config key: when present in ``put``'s config, the saver refuses the write unless
@@ -280,7 +282,14 @@ class BaseCheckpointSaver:
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Store a task's writes against the checkpoint ``config`` addresses."""
+        """Store a task's writes against the checkpoint ``config`` addresses.
+
+        Special writes (error, interrupt, resume) replace the task's previous
+        one; its regular writes are kept from the first save, as a whole (a
+        retry's writes are not mixed with the first attempt's). Pending writes
+        read back by task path, task id, then the special writes followed by the
+        regular ones in the order written.
+        """
         raise NotImplementedError
 
     def delete_thread(self, thread_id: str) -> None:

@@ -26,11 +26,13 @@ from engine.checkpoint._blobs import (
     dumps_structure,
     encode_blob,
     load_stored,
+    pack_structure,
+    unpack_structure,
 )
 from engine.checkpoint._retention import live_blob_keys, open_interrupts, plan_prune
+from engine.checkpoint._writes import encode_task_writes, is_packed, unpack_writes
 from engine.checkpoint.base import (
     EXPECTED_HEAD,
-    WRITES_IDX_MAP,
     BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
@@ -107,7 +109,9 @@ class InMemorySaver(BaseCheckpointSaver):
     def _tuple(self, thread_id: str, ns: str, checkpoint_id: str) -> CheckpointTuple:
         cp_typed, meta_typed, parent_id = self.storage[thread_id][ns][checkpoint_id]
         where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
-        checkpoint: Checkpoint = load_stored(self.serde, cp_typed, where)
+        checkpoint: Checkpoint = unpack_structure(
+            load_stored(self.serde, cp_typed, where), where
+        )
         values = decode_blobs(
             self.serde,
             checkpoint["channel_versions"],
@@ -118,13 +122,22 @@ class InMemorySaver(BaseCheckpointSaver):
             self.serde, meta_typed, f"metadata of {where}"
         )
         writes = self.writes.get((thread_id, ns, checkpoint_id), {})
-        pending: list[PendingWrite] = [
-            (task_id, channel, load_stored(self.serde, value, f"write of {where}"))
-            for (task_id, channel, value, _path) in (
-                writes[k]
-                for k in sorted(writes, key=lambda k: (writes[k][3], k[0], k[1]))
+        pending: list[PendingWrite] = []
+        for key in sorted(writes, key=lambda k: (writes[k][3], k[0], k[1])):
+            task_id, channel, typed, _path = writes[key]
+            items = (
+                unpack_writes(typed[1], f"writes of {where}")
+                if is_packed(channel, typed[0])
+                else [(channel, *typed)]
             )
-        ]
+            pending.extend(
+                (
+                    task_id,
+                    name,
+                    load_stored(self.serde, (tag, payload), f"write of {where}"),
+                )
+                for name, tag, payload in items
+            )
         return CheckpointTuple(
             config=config_for(thread_id, ns, checkpoint_id),
             checkpoint=checkpoint,
@@ -310,7 +323,7 @@ class InMemorySaver(BaseCheckpointSaver):
             else:
                 blobs[key] = BlobRecord("empty", "empty", b"")
         row: _Row = (
-            dumps_structure(self.serde, stored),
+            dumps_structure(self.serde, pack_structure(stored)),
             self.serde.dumps_typed(dict(metadata)),
             conf.get(CONFIG_KEY_CHECKPOINT_ID),
         )
@@ -350,9 +363,10 @@ class InMemorySaver(BaseCheckpointSaver):
     def _encode_writes(
         self, writes: Sequence[tuple[str, Any]]
     ) -> builtins.list[tuple[int, str, tuple[str, bytes]]]:
+        """A task's writes as stored (see ``engine.checkpoint._writes``)."""
         return [
-            (WRITES_IDX_MAP.get(channel, idx), channel, self.serde.dumps_typed(value))
-            for idx, (channel, value) in enumerate(writes)
+            (idx, channel, (tag, payload))
+            for idx, channel, tag, payload in encode_task_writes(self.serde, writes)
         ]
 
     def _store_writes(
@@ -533,7 +547,7 @@ class InMemorySaver(BaseCheckpointSaver):
             (ns, channel, str(version))
             for ns, rows in self.storage.get(thread_id, {}).items()
             for cp_typed, _, _ in rows.values()
-            for channel, version in self.serde.loads_typed(cp_typed)[
+            for channel, version in unpack_structure(self.serde.loads_typed(cp_typed))[
                 "channel_versions"
             ].items()
         ]

@@ -488,7 +488,10 @@ class PregelLoop:
             return False
         graph = self.graph
         planned, self._planned = self._planned, None
-        if planned is not None and self._planned_for == (self.checkpoint["id"], self.step):
+        if planned is not None and self._planned_for == (
+            self.checkpoint["id"],
+            self.step,
+        ):
             self.tasks = planned
         else:
             self.tasks = prepare_next_tasks(
@@ -1339,7 +1342,9 @@ class PregelLoop:
             "parent_config": self.prev_checkpoint_config_public(),
             "values": self.output_values(self.stream_keys),
             "metadata": {
-                k: v for k, v in self.checkpoint_metadata.items() if k not in ("writes", "next")
+                k: v
+                for k, v in self.checkpoint_metadata.items()
+                if k not in ("writes", "next")
             },
             "next": [t.name for t in self.tasks.values()],
             "tasks": [

@@ -69,7 +69,9 @@ def interrupt_chain() -> StateGraph[Any, Any, Any, Any]:
     return builder
 
 
-def parallel(*branches: tuple[str, Callable[[Any], Any]]) -> StateGraph[Any, Any, Any, Any]:
+def parallel(
+    *branches: tuple[str, Callable[[Any], Any]],
+) -> StateGraph[Any, Any, Any, Any]:
     """Each (name, node) runs in the first step, in parallel."""
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(LogState)
     for name, node in branches:

@@ -85,5 +85,3 @@ def test_scalars_follow_their_versions_across_steps_and_forks(
         t.checkpoint["channel_values"]["n"] for t in saver.list(make_config("t1"))
     ]
     assert listed == [1.5, 4, 3, 2, 1, 0]
-
-

@@ -9,11 +9,21 @@ import orjson
 import psycopg
 import pytest
 
+from engine.checkpoint._blobs import unpack_structure
+from engine.checkpoint._writes import WRITES_CHANNEL, WRITES_TAG, unpack_writes
+from engine.checkpoint.base import BaseCheckpointSaver
 from engine.checkpoint.postgres import migrate as pg_migrate
+from engine.checkpoint.postgres._sql import DIALECT as PG_DIALECT
 from engine.checkpoint.postgres._sql import MIGRATIONS as PG_MIGRATIONS
 from engine.checkpoint.sqlite import migrate as sqlite_migrate
 from engine.checkpoint.sqlite._sql import MIGRATIONS as SQLITE_MIGRATIONS
-from tests._support.builders import make_config, save_chain
+from tests._support.builders import (
+    make_checkpoint,
+    make_config,
+    make_metadata,
+    next_checkpoint,
+    save_chain,
+)
 from tests._support.savers import SaverSpec
 from tests._support.workers import run_setup
 
@@ -91,9 +101,79 @@ def test_using_a_saver_before_setup_says_to_call_setup(sql_spec: SaverSpec) -> N
             save_chain(saver, "t1", 1)
 
 
+def _downgrade_to_v1(spec: SaverSpec) -> None:
+    """Put the rows back in v1's layout, as a database written before v2 has
+    them: checkpoint structures stored whole (not packed), one row per pending
+    write, and on Postgres the creation time as text and every type, kind and
+    chain column filled in (then v2's schema changes undone)."""
+    pg = spec.kind == "postgres"
+    text = "checkpoint::text" if pg else "CAST(checkpoint AS TEXT)"
+    cast = "%s::json" if pg else "%s"
+    for thread_id, ns, checkpoint_id, payload in spec.execute(
+        f"SELECT thread_id, checkpoint_ns, checkpoint_id, {text} "
+        "FROM engine_checkpoints"
+    ):
+        whole = unpack_structure(orjson.loads(payload))
+        encoded = orjson.dumps(whole)
+        spec.execute(
+            f"UPDATE engine_checkpoints SET checkpoint = {cast} WHERE thread_id = %s "
+            "AND checkpoint_ns = %s AND checkpoint_id = %s",
+            (encoded.decode() if pg else encoded, thread_id, ns, checkpoint_id),
+        )
+    packed = spec.execute(
+        "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, blob, task_path "
+        "FROM engine_checkpoint_writes WHERE type = %s AND channel = %s",
+        (WRITES_TAG, WRITES_CHANNEL),
+    )
+    for thread_id, ns, checkpoint_id, task_id, blob, path in packed:
+        key = (thread_id, ns, checkpoint_id, task_id)
+        spec.execute(
+            "DELETE FROM engine_checkpoint_writes WHERE thread_id = %s "
+            "AND checkpoint_ns = %s AND checkpoint_id = %s AND task_id = %s "
+            "AND idx = 0",
+            key,
+        )
+        for idx, (channel, tag, payload) in enumerate(unpack_writes(bytes(blob))):
+            spec.execute(
+                "INSERT INTO engine_checkpoint_writes (thread_id, checkpoint_ns, "
+                "checkpoint_id, task_id, idx, channel, type, blob, task_path) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (*key, idx, channel, tag, payload, path),
+            )
+    if pg:
+        spec.execute(
+            f"UPDATE engine_checkpoints SET ts = {PG_DIALECT.ts}, created_at = NULL, "
+            f"checkpoint_type = {PG_DIALECT.checkpoint_type}, "
+            f"metadata_type = {PG_DIALECT.metadata_type}"
+        )
+        spec.execute(
+            "ALTER TABLE engine_checkpoints DROP COLUMN created_at, "
+            "ALTER COLUMN checkpoint_type SET NOT NULL, "
+            "ALTER COLUMN metadata_type SET NOT NULL"
+        )
+        spec.execute(
+            "UPDATE engine_checkpoint_blobs x SET "
+            "kind = COALESCE(kind, CASE WHEN base_version IS NULL THEN 'full' "
+            "ELSE 'delta' END), type = COALESCE(type, 'json'), "
+            "chain_len = COALESCE(chain_len, 0), "
+            "chain_bytes = COALESCE(chain_bytes, 0), "
+            "root_bytes = COALESCE(root_bytes, octet_length(blob))"
+        )
+        spec.execute(
+            "ALTER TABLE engine_checkpoint_blobs "
+            "ALTER COLUMN kind SET NOT NULL, ALTER COLUMN type SET NOT NULL, "
+            "ALTER COLUMN chain_len SET NOT NULL, ALTER COLUMN chain_len SET DEFAULT 0, "
+            "ALTER COLUMN chain_bytes SET NOT NULL, "
+            "ALTER COLUMN chain_bytes SET DEFAULT 0, "
+            "ALTER COLUMN root_bytes SET NOT NULL, ALTER COLUMN root_bytes SET DEFAULT 0"
+        )
+    spec.execute("DELETE FROM engine_checkpoint_migrations WHERE v >= 2")
+
+
 def _downgrade_to_v0(spec: SaverSpec) -> None:
     """Put the rows back in v0's layout (the checkpoint's id and ts inside its
     JSON, no ts column), as a database written before v1 has them."""
+    _downgrade_to_v1(spec)
     text = "checkpoint::text" if spec.kind == "postgres" else "CAST(checkpoint AS TEXT)"
     cast = "%s::json" if spec.kind == "postgres" else "%s"
     rows = spec.execute(f"SELECT checkpoint_id, ts, {text} FROM engine_checkpoints")
@@ -129,3 +209,68 @@ def test_rows_written_before_the_ts_column_read_the_same(sql_spec: SaverSpec) ->
         assert len(list(upgraded.list_summaries(None))) == 5
     assert _versions(sql_spec) == _all_versions(sql_spec)
     assert [s.created_at for s in summaries] == [t.checkpoint["ts"] for t in tuples]
+
+
+def _history(saver: BaseCheckpointSaver) -> list[tuple[str, str, str]]:
+    """Two threads with values, list deltas, a fork, writes of every kind."""
+    checkpoint = make_checkpoint({"n": 0, "log": ["a"], "flag": None})
+    config = saver.put(
+        make_config("t1"), checkpoint, make_metadata(), checkpoint["channel_versions"]
+    )
+    first = config
+    for step in range(3):
+        saver.put_writes(
+            config,
+            [("n", step), ("__error__", "boom"), ("log", [step]), ("x", b"\x00")],
+            f"task-{step}",
+            "~pull, a",
+        )
+        saver.put_writes(config, [("__interrupt__", ["ask"])], "task-i", "~pull, b")
+        checkpoint, changed = next_checkpoint(
+            checkpoint, {"n": step + 1}, append={"log": [step]}, step=step
+        )
+        config = saver.put(config, checkpoint, make_metadata(step, "loop"), changed)
+    fork, changed = next_checkpoint(checkpoint, {"n": 99}, step=9)
+    saver.put(first, fork, make_metadata(9, "fork"), changed)
+    save_chain(saver, "t2", 3, checkpoint_ns="sub:1")
+    return [("t1", "", first["configurable"]["checkpoint_id"])]
+
+
+def test_rows_written_before_v2_read_the_same(sql_spec: SaverSpec) -> None:
+    """v2 packs structures and a task's writes and (Postgres) moves the creation
+    time and usual column values into smaller forms: v1 rows still read alike."""
+    with sql_spec.open() as saver:
+        ((thread_id, ns, first_id),) = _history(saver)
+        everything = list(saver.list(None))
+        summaries = list(saver.list_summaries(None))
+        latest = saver.get_tuple(make_config("t1"))
+        sizes = {t: saver.stored_bytes(t) for t in ("t1", "t2")}
+    _downgrade_to_v1(sql_spec)
+    assert sql_spec.execute(
+        "SELECT count(*) FROM engine_checkpoint_writes WHERE type = %s",
+        (WRITES_TAG,),
+    ) == [(0,)]
+
+    with sql_spec.open() as upgraded:  # setup() applies v2 again
+        assert list(upgraded.list(None)) == everything
+        assert list(upgraded.list_summaries(None)) == summaries
+        assert upgraded.get_tuple(make_config("t1")) == latest
+        # regular writes already stored one per row are kept as a whole
+        first = make_config(thread_id, first_id, ns)
+        upgraded.put_writes(first, [("n", -5)], "task-0", "~pull, a")
+        assert upgraded.get_tuple(first) == everything[-1]
+        # retention sees the old rows too
+        upgraded.copy_thread("t1", "t1-copy")
+        assert [t.checkpoint for t in upgraded.list(make_config("t1-copy"))] == [
+            t.checkpoint for t in upgraded.list(make_config("t1"))
+        ]
+        upgraded.prune(["t1"])
+        kept = list(upgraded.list(make_config("t1")))
+        assert {t.checkpoint["id"] for t in kept} <= {
+            t.checkpoint["id"] for t in everything
+        }
+        for t in kept:
+            assert t in everything
+        save_chain(upgraded, "t3", 2)  # new rows beside old ones
+        assert upgraded.stored_bytes("t2") > sizes["t2"]  # v1's layout is bigger
+    assert _versions(sql_spec) == _all_versions(sql_spec)

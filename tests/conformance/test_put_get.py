@@ -211,30 +211,37 @@ def test_sql_can_read_stored_checkpoints(
         checkpoint["channel_versions"],
     )
 
-    # the id and creation time have their own columns (not repeated in the JSON)
+    # the id and creation time have their own columns (not repeated in the JSON);
+    # versions are packed: each one once in "V", named by position in "cv"
+    # (the engine's form shortened: see engine.checkpoint._blobs.pack_structure)
     if saver_spec.kind == "postgres":
         rows = saver_spec.execute(
-            "SELECT c.metadata->>'user', c.checkpoint_id, c.ts, "
-            "c.checkpoint->'channel_versions'->>'msg', convert_from(b.blob, 'UTF8') "
+            "SELECT c.metadata->>'user', c.checkpoint_id, c.created_at, "
+            "c.checkpoint->'V'->>((c.checkpoint->'cv'->>'msg')::int), "
+            "convert_from(b.blob, 'UTF8') "
             "FROM engine_checkpoints c JOIN engine_checkpoint_blobs b USING (thread_id) "
             "WHERE b.channel = 'msg'"
         )
+        created: object = dt.datetime.fromisoformat(checkpoint["ts"])
     else:
         rows = saver_spec.execute(
             "SELECT json_extract(CAST(c.metadata AS TEXT), '$.user'), "
             "c.checkpoint_id, c.ts, "
-            "json_extract(CAST(c.checkpoint AS TEXT), '$.channel_versions.msg'), "
+            "json_extract(CAST(c.checkpoint AS TEXT), '$.V[' || "
+            "json_extract(CAST(c.checkpoint AS TEXT), '$.cv.msg') || ']'), "
             "CAST(b.blob AS TEXT) "
             "FROM engine_checkpoints c JOIN engine_checkpoint_blobs b USING (thread_id) "
             "WHERE b.channel = 'msg'"
         )
+        created = checkpoint["ts"]
+    counter, _, rest = checkpoint["channel_versions"]["msg"].partition(".")
 
     assert rows == [
         (
             "ann",
             checkpoint["id"],
-            checkpoint["ts"],
-            checkpoint["channel_versions"]["msg"],
+            created,
+            f"{int(counter)}.{rest}",
             '"hi"',
         )
     ]

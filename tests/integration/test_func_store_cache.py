@@ -142,7 +142,9 @@ def test_cached_node_reuses_writes_and_says_so_in_the_stream() -> None:
     other = graph.invoke({"user": "a", "n": 3})
 
     tasks = [
-        c for c in graph.stream({"user": "a", "n": 2}, stream_mode="tasks") if "result" in c
+        c
+        for c in graph.stream({"user": "a", "n": 2}, stream_mode="tasks")
+        if "result" in c
     ]
     assert tasks[0]["cached"] is True and tasks[0]["result"] == {"n": 20}
     assert first == [{"slow": {"n": 20}}]
@@ -167,7 +169,9 @@ def test_interrupt_payload_that_cannot_be_stored_is_a_clear_error() -> None:
     saver = InMemorySaver()
     graph = builder.compile(checkpointer=saver)
 
-    with pytest.raises(SerializationError, match="interrupt\\(\\) payload in node 'ask'"):
+    with pytest.raises(
+        SerializationError, match="interrupt\\(\\) payload in node 'ask'"
+    ):
         graph.invoke({"user": "a", "n": 1}, thread("bad"))
     state = graph.get_state(thread("bad"))
     assert state.next == ("ask",) and state.interrupts == ()

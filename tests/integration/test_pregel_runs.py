@@ -68,7 +68,12 @@ def test_get_state_shows_the_pending_interrupt() -> None:
     assert state.metadata["source"] == "loop"
     assert state.parent_config is not None
     (task,) = state.tasks
-    assert (task.name, task.path[0], task.error, task.result) == ("ask", "__pregel_pull", None, None)
+    assert (task.name, task.path[0], task.error, task.result) == (
+        "ask",
+        "__pregel_pull",
+        None,
+        None,
+    )
     assert interrupt_values(task.interrupts) == [{"q": "name?"}]
     assert state.interrupts == task.interrupts
     assert state.interrupts[0].id == result["__interrupt__"][0].id
@@ -116,7 +121,12 @@ async def test_ainvoke_and_astream_interrupt_and_resume() -> None:
     graph = saved(interrupt_chain())
 
     result = await graph.ainvoke({"x": 0}, thread())
-    chunks = [c async for c in graph.astream(Command(resume="A"), thread(), stream_mode="updates")]
+    chunks = [
+        c
+        async for c in graph.astream(
+            Command(resume="A"), thread(), stream_mode="updates"
+        )
+    ]
 
     assert interrupt_values(result["__interrupt__"]) == [{"q": "name?"}]
     assert chunks == [{"ask": {"log": ["ans:A"]}}, {"post": {"log": ["post"]}}]
@@ -169,7 +179,9 @@ def test_parallel_interrupts_resume_together_with_an_id_map() -> None:
     graph.invoke({"x": 0}, thread())
     pending = graph.get_state(thread()).interrupts
 
-    result = graph.invoke(Command(resume={i.id: i.value.upper() for i in pending}), thread())
+    result = graph.invoke(
+        Command(resume={i.id: i.value.upper() for i in pending}), thread()
+    )
 
     assert result == {"x": 0, "log": ["p1:Q1", "p2:Q2"]}
 
@@ -361,7 +373,13 @@ def test_interrupt_before_every_node_steps_through_the_graph() -> None:
     outputs = [graph.invoke({"x": 0}, thread())]
     outputs += [graph.invoke(None, thread()) for _ in range(4)]
 
-    assert [o["log"] for o in outputs] == [[], ["a"], ["a", "b"], ["a", "b", "c"], ["a", "b", "c"]]
+    assert [o["log"] for o in outputs] == [
+        [],
+        ["a"],
+        ["a", "b"],
+        ["a", "b", "c"],
+        ["a", "b", "c"],
+    ]
 
 
 # -- history -----------------------------------------------------------------------------
@@ -400,7 +418,10 @@ def test_get_state_history_links_each_checkpoint_to_its_parent() -> None:
 
     for newer, older in zip(history, history[1:], strict=False):
         assert newer.parent_config == older.config
-        assert newer.config["configurable"]["checkpoint_id"] > older.config["configurable"]["checkpoint_id"]
+        assert (
+            newer.config["configurable"]["checkpoint_id"]
+            > older.config["configurable"]["checkpoint_id"]
+        )
     assert history[-1].parent_config is None
 
 
@@ -422,12 +443,17 @@ def test_get_state_history_limit_before_and_filter() -> None:
     history = list(graph.get_state_history(thread()))
 
     assert steps(graph, thread()) == [3, 2, 1, 0, -1]
-    assert [s.metadata["step"] for s in graph.get_state_history(thread(), limit=2)] == [3, 2]
+    assert [s.metadata["step"] for s in graph.get_state_history(thread(), limit=2)] == [
+        3,
+        2,
+    ]
     assert [
-        s.metadata["step"] for s in graph.get_state_history(thread(), before=history[2].config)
+        s.metadata["step"]
+        for s in graph.get_state_history(thread(), before=history[2].config)
     ] == [0, -1]
     assert [
-        s.metadata["step"] for s in graph.get_state_history(thread(), filter={"source": "input"})
+        s.metadata["step"]
+        for s in graph.get_state_history(thread(), filter={"source": "input"})
     ] == [-1]
 
 
@@ -480,10 +506,21 @@ def test_update_state_as_the_last_node_that_ran() -> None:
     config = graph.update_state(thread(), {"x": 42, "log": ["manual"]})
     state = graph.get_state(thread())
 
-    assert sorted(config["configurable"]) == ["checkpoint_id", "checkpoint_ns", "thread_id"]
-    assert state.config["configurable"]["checkpoint_id"] == config["configurable"]["checkpoint_id"]
+    assert sorted(config["configurable"]) == [
+        "checkpoint_id",
+        "checkpoint_ns",
+        "thread_id",
+    ]
+    assert (
+        state.config["configurable"]["checkpoint_id"]
+        == config["configurable"]["checkpoint_id"]
+    )
     assert state.values == {"x": 42, "log": ["a", "manual"]}  # through the reducer
-    assert (state.next, state.metadata["source"], state.metadata["step"]) == (("b",), "update", 2)
+    assert (state.next, state.metadata["source"], state.metadata["step"]) == (
+        ("b",),
+        "update",
+        2,
+    )
     assert graph.invoke(None, thread()) == {"x": 42, "log": ["a", "manual", "b", "c"]}
 
 
@@ -525,7 +562,11 @@ def test_update_state_on_a_fresh_thread_starts_it() -> None:
     state = graph.get_state(thread("fresh"))
 
     assert state.values == {"x": 1, "log": []}
-    assert (state.next, state.metadata["source"], state.metadata["step"]) == (("a",), "update", 0)
+    assert (state.next, state.metadata["source"], state.metadata["step"]) == (
+        ("a",),
+        "update",
+        0,
+    )
     assert graph.invoke(None, thread("fresh")) == {"x": 1, "log": ["a", "b", "c"]}
 
 
@@ -553,7 +594,10 @@ def test_a_failing_task_saves_no_new_step_and_keeps_siblings_results() -> None:
     state = graph.get_state(thread())
     assert steps(graph, thread()) == [0, -1]
     assert state.next == ("boom",)
-    assert state.values == {"x": 10, "log": ["a"]}  # the finished sibling's writes are kept
+    assert state.values == {
+        "x": 10,
+        "log": ["a"],
+    }  # the finished sibling's writes are kept
     errors = {t.name: t.error for t in state.tasks}
     assert errors["a"] is None
     assert "boom" in str(errors["boom"])
@@ -638,7 +682,9 @@ def test_subgraph_interrupt_and_resume_stream_with_namespaces() -> None:
 
     first = [
         (tuple(p.split(":")[0] for p in ns), chunk)
-        for ns, chunk in graph.stream({"x": 0}, thread(), stream_mode="updates", subgraphs=True)
+        for ns, chunk in graph.stream(
+            {"x": 0}, thread(), stream_mode="updates", subgraphs=True
+        )
     ]
     second = [
         (tuple(p.split(":")[0] for p in ns), chunk)
@@ -671,4 +717,7 @@ def test_stateful_subgraph_keeps_its_state_across_parent_runs() -> None:
 
     assert graph.invoke({"x": 0, "log": []}, thread()) == {"x": 0, "log": ["c"]}
     # child remembers ["c"], gets the parent's ["c"] as input, then adds "c"
-    assert graph.invoke({"x": 0, "log": []}, thread()) == {"x": 0, "log": ["c", "c", "c", "c"]}
+    assert graph.invoke({"x": 0, "log": []}, thread()) == {
+        "x": 0,
+        "log": ["c", "c", "c", "c"],
+    }

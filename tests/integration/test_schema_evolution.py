@@ -55,13 +55,17 @@ def test_older_schema_without_a_migration_is_refused_naming_the_version(saver) -
     v1_graph(saver).invoke({"name": "Ada", "count": 1}, thread())
     graph = v2_builder(with_migration=False).compile(checkpointer=saver)
 
-    with pytest.raises(SchemaMigrationError, match="version 1 and no migration to version 2"):
+    with pytest.raises(
+        SchemaMigrationError, match="version 1 and no migration to version 2"
+    ):
         graph.get_state(thread())
     with pytest.raises(SchemaMigrationError):
         graph.invoke({"count": 5}, thread())
 
 
-def test_a_removed_field_without_a_version_bump_is_refused_naming_the_field(saver) -> None:
+def test_a_removed_field_without_a_version_bump_is_refused_naming_the_field(
+    saver,
+) -> None:
     v1_graph(saver).invoke({"name": "Ada", "count": 1}, thread())
 
     class Renamed(TypedDict):

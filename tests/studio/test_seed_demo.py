@@ -50,7 +50,10 @@ def test_seed_demo_queues_one_run_per_demo_graph_once(settings) -> None:
     assert "Queued demo runs: purchase, research." in _seed()
     _seed()
 
-    assert sorted(Run.objects.values_list("graph", flat=True)) == ["purchase", "research"]
+    assert sorted(Run.objects.values_list("graph", flat=True)) == [
+        "purchase",
+        "research",
+    ]
     assert set(Run.objects.values_list("created_by__username", flat=True)) == {"demo"}
 
 

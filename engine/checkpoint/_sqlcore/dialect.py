@@ -7,12 +7,16 @@ are read, and the JSON tests metadata filters are made of (see ``filters``).
 Table layout (see the backends' ``_sql.py`` migrations):
 
 * ``engine_checkpoints``: one row per checkpoint; the checkpoint dict without
-  its values, id and creation time, and the metadata, both as ``(type,
-  payload)`` from the serializer; the creation time in ``ts``.
+  its values, id and creation time, its versions packed
+  (``_blobs.pack_structure``), and the metadata, both as ``(type, payload)``
+  from the serializer; the creation time in ``ts`` (on Postgres, since v2,
+  ``created_at``: see the ``ts`` fragment).
 * ``engine_checkpoint_blobs``: one row per (thread, namespace, channel,
   version): a full value, an append delta on a base version, or ``empty``.
-* ``engine_checkpoint_writes``: pending writes, one row per (checkpoint, task,
-  index); special writes use fixed negative indexes and replace.
+* ``engine_checkpoint_writes``: pending writes, per (checkpoint, task): its
+  regular writes in one row at index 0 (``_writes.pack_writes``), kept from the
+  first save; each special write in a row at its fixed negative index, replaced
+  by a later save. Rows stored one per write (before packing) read the same.
 * ``engine_checkpoint_ttl``: per-thread expiry deadlines.
 
 Pure: no I/O here.
@@ -68,15 +72,15 @@ _COLS_CHECKPOINT = (
     "checkpoint_type, checkpoint, metadata_type, metadata, ts"
 )
 _SELECT_CHECKPOINT = (
-    "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, {payloads}, ts"
+    "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, {payloads}, {ts}"
 )
 # What a history needs of a checkpoint: ids, metadata and creation time. The
 # checkpoint payload comes along only for rows stored before the ``ts`` column.
 _SELECT_SUMMARY = (
     "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
-    "metadata_type, {metadata_payload}, ts, "
-    "CASE WHEN ts IS NULL THEN checkpoint_type END, "
-    "CASE WHEN ts IS NULL THEN {checkpoint_payload} END"
+    "{metadata_type}, {metadata_payload}, {ts}, "
+    "CASE WHEN {ts} IS NULL THEN {checkpoint_type} END, "
+    "CASE WHEN {ts} IS NULL THEN {checkpoint_payload} END"
 )
 _NOT_EXPIRED = (
     "NOT EXISTS (SELECT 1 FROM engine_checkpoint_ttl x "
@@ -262,6 +266,13 @@ class SqlDialect:
     """An expression giving a checkpoint row's checkpoint payload as bytes."""
     metadata_payload: str = "metadata"
     """An expression giving a checkpoint row's metadata payload as bytes."""
+    checkpoint_type: str = "checkpoint_type"
+    """An expression giving a checkpoint row's checkpoint type tag."""
+    metadata_type: str = "metadata_type"
+    """An expression giving a checkpoint row's metadata type tag."""
+    ts: str = "ts"
+    """An expression giving a checkpoint row's creation time as ISO 8601 text
+    (NULL for rows that keep it in their checkpoint payload)."""
     lock_thread: str | None = None
     """A statement taking (thread_id,) that serializes, until the transaction ends,
     every writer and every retention operation of that thread; None when the
@@ -283,11 +294,14 @@ class SqlDialect:
             text = text.replace("{length}", self.length)
             text = text.replace(
                 "{payloads}",
-                f"checkpoint_type, {self.checkpoint_payload}, "
-                f"metadata_type, {self.metadata_payload}",
+                f"{self.checkpoint_type}, {self.checkpoint_payload}, "
+                f"{self.metadata_type}, {self.metadata_payload}",
             )
             text = text.replace("{checkpoint_payload}", self.checkpoint_payload)
             text = text.replace("{metadata_payload}", self.metadata_payload)
+            text = text.replace("{checkpoint_type}", self.checkpoint_type)
+            text = text.replace("{metadata_type}", self.metadata_type)
+            text = text.replace("{ts}", self.ts)
             if self.placeholder != "%s":
                 text = text.replace("%s", self.placeholder)
             rendered[name] = text
@@ -310,6 +324,10 @@ class SqlDialect:
 
     def checkpoint_params(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
         """Parameters of ``insert_checkpoint`` for a row in ``_COLS_CHECKPOINT`` order."""
+        return row
+
+    def blob_params(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        """Parameters of ``insert_blob`` for a row in ``_COLS_BLOB`` order."""
         return row
 
     # -- metadata filters (see ``filters``): JSON tests on ``c.metadata`` --------------

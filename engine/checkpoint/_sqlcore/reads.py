@@ -26,9 +26,11 @@ from engine.checkpoint._blobs import (
     decode_blobs,
     load_stored,
     restore_structure,
+    unpack_structure,
 )
 from engine.checkpoint._sqlcore.dialect import Op, Rows, SqlDialect, Stmt
 from engine.checkpoint._sqlcore.filters import metadata_condition
+from engine.checkpoint._writes import is_packed, unpack_writes
 from engine.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
@@ -265,10 +267,16 @@ def load_tuples(
     pending: dict[_CheckpointKey, list[PendingWrite]] = {}
     for w in write_rows:
         key = (w[0], w[1], w[2])
-        value = load_stored(
-            serde, (w[5], bytes(w[6])), f"write of {_where(w[0], w[2])}"
-        )
-        pending.setdefault(key, []).append((w[3], w[4], value))
+        where = f"write of {_where(w[0], w[2])}"
+        task_id, channel, tag, payload = w[3], w[4], w[5], bytes(w[6])
+        found = pending.setdefault(key, [])
+        if is_packed(channel, tag):
+            found.extend(
+                (task_id, name, load_stored(serde, (item_tag, item), where))
+                for name, item_tag, item in unpack_writes(payload, f"{where}s")
+            )
+        else:
+            found.append((task_id, channel, load_stored(serde, (tag, payload), where)))
     result: list[CheckpointTuple] = []
     shared: dict[int, Any] = {}  # blobs outlive the loop: record ids stay unique
     for i, (row, checkpoint) in enumerate(zip(rows, checkpoints, strict=True)):
@@ -297,7 +305,8 @@ def load_tuples(
 
 def load_checkpoint(serde: SerializerProtocol, row: tuple[Any, ...]) -> Checkpoint:
     """The checkpoint dict (without values) of a ``_SELECT_CHECKPOINT`` row."""
-    stored = load_stored(serde, (row[4], bytes(row[5])), _where(row[0], row[2]))
+    where = _where(row[0], row[2])
+    stored = unpack_structure(load_stored(serde, (row[4], bytes(row[5])), where), where)
     if not isinstance(stored, dict):
         raise SerializationError(
             f"Stored {_where(row[0], row[2])} is corrupt: not a checkpoint"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from engine.checkpoint._blobs import load_stored
+from engine.checkpoint._blobs import load_stored, unpack_structure
 from engine.checkpoint._retention import (
     BlobKey,
     live_blob_keys,
@@ -88,8 +88,9 @@ def _collect_blobs(
     )
     wanted: list[BlobKey] = []
     for ns, type_tag, payload, *_metadata in kept:
-        checkpoint = load_stored(
-            serde, (type_tag, bytes(payload)), f"checkpoint of thread {thread_id!r}"
+        where = f"checkpoint of thread {thread_id!r}"
+        checkpoint = unpack_structure(
+            load_stored(serde, (type_tag, bytes(payload)), where), where
         )
         wanted.extend(
             (ns, channel, str(version))

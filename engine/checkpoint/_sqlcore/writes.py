@@ -18,9 +18,10 @@ put_writes. Semantics are InMemorySaver's, statement for statement.
   list channels that only grew are written as deltas on their base version.
 * Storage layout: the checkpoint dict is stored without its ``id`` (the
   ``checkpoint_id`` column) and its ``ts`` (the ``ts`` column), which reads put
-  back (see ``reads.load_checkpoint``), and with only its scalar values (None,
-  booleans, numbers: see ``_blobs.inline_values``); other values are rows of
-  ``engine_checkpoint_blobs``.
+  back (see ``reads.load_checkpoint``), with its versions packed
+  (``_blobs.pack_structure``); its values are rows of ``engine_checkpoint_blobs``
+  (scalars too, unless ``_blobs.INLINE_SCALARS``). A task's writes are one row
+  for its regular writes and one per special write (``engine.checkpoint._writes``).
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ from engine.checkpoint._blobs import (
     stored_structure,
 )
 from engine.checkpoint._sqlcore.dialect import Op, Rows, SqlDialect, Stmt
+from engine.checkpoint._writes import encode_task_writes
 from engine.checkpoint.base import (
     EXPECTED_HEAD,
-    WRITES_IDX_MAP,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
@@ -228,8 +229,9 @@ def put_writes(
 ) -> Op[None]:
     """Store a task's writes against the checkpoint ``config`` addresses.
 
-    Regular writes are idempotent (a second save of the same task index keeps the
-    first); special writes (error, interrupt, resume) replace.
+    Regular writes are idempotent (a second save of a task's regular writes keeps
+    the first set, as a whole); special writes (error, interrupt, resume) replace.
+    See ``engine.checkpoint._writes``.
     """
     entry = _prepare_writes(serde, config, [(task_id, task_path, writes)])
     if entry.write_rows:
@@ -356,7 +358,7 @@ def _store(
             blob_key = (e.thread_id, e.ns, channel, e.versions[channel])
             if blob_key not in records:  # the first insert of a key is the one kept
                 records[blob_key] = record
-            blob_rows.append((*blob_key, *record))
+            blob_rows.append(d.blob_params((*blob_key, *record)))
         assert e.row is not None
         checkpoint_rows.append(d.checkpoint_params(e.row))
         if place in heads:
@@ -383,12 +385,6 @@ def _encode_writes(
     task_path: str,
 ) -> list[_WriteRow]:
     return [
-        (
-            task_id,
-            WRITES_IDX_MAP.get(channel, idx),
-            channel,
-            *serde.dumps_typed(value),
-            task_path,
-        )
-        for idx, (channel, value) in enumerate(writes)
+        (task_id, idx, channel, tag, payload, task_path)
+        for idx, channel, tag, payload in encode_task_writes(serde, writes)
     ]

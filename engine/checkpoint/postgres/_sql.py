@@ -23,11 +23,22 @@ Since v1 the checkpoint JSON leaves out the checkpoint's ``id`` and ``ts`` (the
 scalar channel values (None, booleans, numbers) under ``channel_values``;
 other values are rows of ``engine_checkpoint_blobs``. Rows written before keep
 their ``id`` and ``ts`` in the JSON and read the same.
+
+Since v2 rows are smaller (same columns, read the same, older rows too): the
+checkpoint JSON has its versions packed (``engine.checkpoint._blobs.
+pack_structure``), a task's regular writes are one row (``engine.checkpoint.
+_writes``), the creation time is a TIMESTAMPTZ (``created_at``) when it has the
+engine's form, and columns holding their usual value are NULL (no space). SQL
+reads the time as ``COALESCE(ts, to_char(created_at AT TIME ZONE 'UTC', ...))``
+(``DIALECT.ts``) and a version as
+``checkpoint->'V'->>((checkpoint->'cv'->>'channel')::int)``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from engine.checkpoint._sqlcore.dialect import SqlDialect
@@ -142,6 +153,25 @@ MIGRATIONS: list[tuple[str, ...]] = [
     # decoding checkpoints; rows written from now on keep it out of the
     # checkpoint JSON (older rows keep it there and leave the column NULL).
     ("ALTER TABLE engine_checkpoints ADD COLUMN ts TEXT",),
+    # v2: smaller rows. The creation time as a TIMESTAMPTZ (8 bytes instead of 33
+    # of text) when it is in the form the engine writes (UTC, microseconds; else
+    # it stays text in ``ts``). Columns whose value is the usual one may be NULL,
+    # which costs no space: a checkpoint's ``checkpoint_type`` (``jsonraw``) and
+    # ``metadata_type`` (``json``); a value's ``type`` (``json``), its ``kind``
+    # (``delta`` when it has a base version, ``full`` otherwise) and the chain
+    # bookkeeping of values that are not deltas (0, 0 and the payload's size).
+    # Rows written before read the same.
+    (
+        "ALTER TABLE engine_checkpoints ADD COLUMN created_at TIMESTAMPTZ, "
+        "ALTER COLUMN checkpoint_type DROP NOT NULL, "
+        "ALTER COLUMN metadata_type DROP NOT NULL",
+        "ALTER TABLE engine_checkpoint_blobs "
+        "ALTER COLUMN kind DROP NOT NULL, ALTER COLUMN type DROP NOT NULL, "
+        "ALTER COLUMN chain_len DROP NOT NULL, ALTER COLUMN chain_len DROP DEFAULT, "
+        "ALTER COLUMN chain_bytes DROP NOT NULL, "
+        "ALTER COLUMN chain_bytes DROP DEFAULT, "
+        "ALTER COLUMN root_bytes DROP NOT NULL, ALTER COLUMN root_bytes DROP DEFAULT",
+    ),
 ]
 
 
@@ -154,11 +184,45 @@ JSON_TAGS = frozenset({"json", "jsonraw"})
 """Serializer type tags whose payload is JSON text (stored in the JSON columns)."""
 
 
+def _default_none(type_tag: str) -> str | None:
+    return None if type_tag == _DEFAULT_BLOB_TYPE else type_tag
+
+
 def _json_or_raw(type_tag: str, payload: bytes) -> tuple[str | None, bytes | None]:
     """(JSON text, None) for JSON payloads, (None, bytes) for anything else."""
     if type_tag in JSON_TAGS:
         return payload.decode(), None
     return None, payload
+
+
+_ENGINE_TS = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}\+00:00"
+)
+
+
+def split_ts(ts: str | None) -> tuple[str | None, datetime | None]:
+    """``(ts, created_at)`` column values of a creation time: a TIMESTAMPTZ when
+    reading it back as text (``_TS``) gives exactly ``ts``, text otherwise."""
+    if ts is None or len(ts) != 32 or not _ENGINE_TS.fullmatch(ts):
+        return ts, None
+    try:
+        moment = datetime.fromisoformat(ts)
+    except ValueError:
+        return ts, None
+    if moment.isoformat() != ts:
+        return ts, None
+    return None, moment.astimezone(UTC)
+
+
+_TS = (
+    "COALESCE(ts, to_char(created_at AT TIME ZONE 'UTC', "
+    '\'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"\'))'
+)
+"""A checkpoint row's creation time as text (see ``split_ts``)."""
+
+_DEFAULT_CHECKPOINT_TYPE = "jsonraw"
+_DEFAULT_METADATA_TYPE = "json"
+_DEFAULT_BLOB_TYPE = "json"
 
 
 class PostgresDialect(SqlDialect):
@@ -172,12 +236,29 @@ class PostgresDialect(SqlDialect):
     def checkpoint_params(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
         return (
             *row[:4],
-            row[4],
+            None if row[4] == _DEFAULT_CHECKPOINT_TYPE else row[4],
             *_json_or_raw(row[4], row[5]),
-            row[6],
+            None if row[6] == _DEFAULT_METADATA_TYPE else row[6],
             *_json_or_raw(row[6], row[7]),
-            row[8],
+            *split_ts(row[8]),
         )
+
+    def blob_params(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        kind, type_tag = row[4], row[5]
+        if kind == "delta":
+            return (*row[:4], None, _default_none(type_tag), *row[6:])
+        if kind == "full":
+            return (
+                *row[:4],
+                None,
+                _default_none(type_tag),
+                *row[6:8],
+                None,
+                None,
+                None,
+                None,
+            )
+        return (*row[:8], None, None, None, None)
 
     def json_inspectable(self) -> str:
         # JSON text holding \u0000 cannot become text (->>, #>> fail on it), and
@@ -238,25 +319,25 @@ _METADATA_PAYLOAD = "COALESCE(convert_to(metadata::text, 'UTF8'), metadata_raw)"
 
 _ALL_CHECKPOINT_COLUMNS = (
     "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, "
-    "checkpoint, checkpoint_raw, metadata_type, metadata, metadata_raw, ts"
+    "checkpoint, checkpoint_raw, metadata_type, metadata, metadata_raw, ts, created_at"
 )
 
 _INSERT_CHECKPOINT = (
     f"INSERT INTO engine_checkpoints ({_ALL_CHECKPOINT_COLUMNS}) "
-    "VALUES (%s, %s, %s, %s, %s, %s::json, %s, %s, %s::json, %s, %s) "
+    "VALUES (%s, %s, %s, %s, %s, %s::json, %s, %s, %s::json, %s, %s, %s) "
     "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
     "parent_checkpoint_id = excluded.parent_checkpoint_id, "
     "checkpoint_type = excluded.checkpoint_type, checkpoint = excluded.checkpoint, "
     "checkpoint_raw = excluded.checkpoint_raw, metadata_type = excluded.metadata_type, "
     "metadata = excluded.metadata, metadata_raw = excluded.metadata_raw, "
-    "ts = excluded.ts"
+    "ts = excluded.ts, created_at = excluded.created_at"
 )
 
 _COPY_CHECKPOINTS = (
     f"INSERT INTO engine_checkpoints ({_ALL_CHECKPOINT_COLUMNS}) "
     "SELECT %s, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, "
-    "checkpoint, checkpoint_raw, metadata_type, metadata, metadata_raw, ts "
-    "FROM engine_checkpoints WHERE thread_id = %s"
+    "checkpoint, checkpoint_raw, metadata_type, metadata, metadata_raw, ts, "
+    "created_at FROM engine_checkpoints WHERE thread_id = %s"
 )
 
 _STORED_BYTES = (
@@ -265,7 +346,7 @@ _STORED_BYTES = (
     "+ COALESCE(octet_length(checkpoint_raw), 0) "
     "+ COALESCE(octet_length(metadata::text), 0) "
     "+ COALESCE(octet_length(metadata_raw), 0) "
-    "+ COALESCE(octet_length(ts), 0)), 0) "
+    "+ COALESCE(octet_length({ts}), 0)), 0) "
     "FROM engine_checkpoints WHERE thread_id = %s), "
     "(SELECT COALESCE(SUM(octet_length(blob)), 0) "
     "FROM engine_checkpoint_blobs WHERE thread_id = %s), "
@@ -273,9 +354,20 @@ _STORED_BYTES = (
     "FROM engine_checkpoint_writes WHERE thread_id = %s)"
 )
 
+_KIND = (
+    "COALESCE(x.kind, CASE WHEN x.base_version IS NULL THEN 'full' ELSE 'delta' END)"
+)
+"""A value row's kind (NULL since v2: ``delta`` with a base version, else ``full``)."""
+_CHAIN = (
+    "COALESCE(x.chain_len, 0), COALESCE(x.chain_bytes, 0), "
+    "COALESCE(x.root_bytes, octet_length(x.blob))"
+)
+"""A value row's chain bookkeeping (NULL since v2 for values that are not deltas)."""
+
 _BLOB_COLUMNS = (
-    "x.thread_id, x.checkpoint_ns, x.channel, x.version, x.kind, x.type, x.blob, "
-    "x.base_version, x.delta_start, x.chain_len, x.chain_bytes, x.root_bytes"
+    f"x.thread_id, x.checkpoint_ns, x.channel, x.version, {_KIND}, "
+    f"COALESCE(x.type, '{_DEFAULT_BLOB_TYPE}'), x.blob, x.base_version, "
+    f"x.delta_start, {_CHAIN}"
 )
 
 # Lateral lookups: one primary-key probe per wanted version and per delta base,
@@ -301,8 +393,7 @@ _BLOBS_FOR_KEYS = (
 )
 
 _BLOB_BASES = (
-    "SELECT x.thread_id, x.checkpoint_ns, x.channel, x.version, x.kind, "
-    "x.chain_len, x.chain_bytes, x.root_bytes "
+    f"SELECT x.thread_id, x.checkpoint_ns, x.channel, x.version, {_KIND}, {_CHAIN} "
     "FROM ({keys4}) w (thread_id, checkpoint_ns, channel, version) "
     "CROSS JOIN LATERAL (SELECT * FROM engine_checkpoint_blobs b "
     "WHERE b.thread_id = w.thread_id AND b.checkpoint_ns = w.checkpoint_ns "
@@ -316,6 +407,9 @@ DIALECT = PostgresDialect(
     length="octet_length",
     checkpoint_payload=_CHECKPOINT_PAYLOAD,
     metadata_payload=_METADATA_PAYLOAD,
+    checkpoint_type=f"COALESCE(checkpoint_type, '{_DEFAULT_CHECKPOINT_TYPE}')",
+    metadata_type=f"COALESCE(metadata_type, '{_DEFAULT_METADATA_TYPE}')",
+    ts=_TS,
     lock_thread=f"SELECT pg_advisory_xact_lock({THREAD_LOCK_CLASS}, hashtext(%s))",
     expect_head="SELECT engine_checkpoint_expect_head(%s, %s, %s)",
     overrides={
@@ -324,6 +418,10 @@ DIALECT = PostgresDialect(
         "stored_bytes": _STORED_BYTES,
         "blobs_for_keys": _BLOBS_FOR_KEYS,
         "blob_bases": _BLOB_BASES,
+        "thread_blob_keys": (
+            f"SELECT checkpoint_ns, channel, version, {_KIND}, base_version "
+            "FROM engine_checkpoint_blobs x WHERE thread_id = %s"
+        ),
     },
 )
 

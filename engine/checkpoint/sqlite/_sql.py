@@ -10,7 +10,9 @@ serializer they are JSON text, so SQL can read them, e.g.
 ``SELECT json_extract(CAST(metadata AS TEXT), '$.step') FROM engine_checkpoints``.
 Deadlines are Unix timestamps (REAL seconds). The checkpoint payload's layout
 (no ``id``/``ts``, scalar values inline since v1) is Postgres's: see
-``engine.checkpoint.postgres._sql``.
+``engine.checkpoint.postgres._sql``. Packed structures and packed task writes
+(Postgres's v2) need no schema change here: SQLite's rows are written packed
+by the same code, and older rows read the same.
 """
 
 from __future__ import annotations

@@ -100,7 +100,11 @@ def test_prepare_next_tasks_plans_nothing_on_an_empty_checkpoint() -> None:
 
 def test_prepare_next_tasks_plans_only_nodes_whose_trigger_advanced() -> None:
     nodes = {"a": node("a", ["go:a"], ["x"]), "b": node("b", ["go:b"], ["x"])}
-    channels = {"x": LastValue(int), "go:a": EphemeralValue(None), "go:b": EphemeralValue(None)}
+    channels = {
+        "x": LastValue(int),
+        "go:a": EphemeralValue(None),
+        "go:b": EphemeralValue(None),
+    }
     checkpoint, _ = start(channels, nodes, [("x", 1), ("go:a", None)])
 
     tasks = prepare_next_tasks(checkpoint, nodes, channels, 0)
@@ -123,7 +127,9 @@ def test_prepare_next_tasks_reads_a_single_channel_as_a_bare_value() -> None:
     assert task.input == 7
 
 
-def test_prepare_next_tasks_task_ids_are_deterministic_per_checkpoint_and_step() -> None:
+def test_prepare_next_tasks_task_ids_are_deterministic_per_checkpoint_and_step() -> (
+    None
+):
     nodes = {"a": node("a", ["x"], ["x"])}
     channels = {"x": LastValue(int)}
     checkpoint, _ = start(channels, nodes, [("x", 1)])
@@ -144,7 +150,9 @@ def test_prepare_next_tasks_skips_a_node_that_already_saw_the_version() -> None:
 
     apply_writes(checkpoint, channels, [task], bump, index(nodes))
 
-    assert checkpoint["versions_seen"]["a"] == {"x": checkpoint["channel_versions"]["x"]}
+    assert checkpoint["versions_seen"]["a"] == {
+        "x": checkpoint["channel_versions"]["x"]
+    }
     assert prepare_next_tasks(checkpoint, nodes, channels, 1) == {}
 
 
@@ -155,7 +163,9 @@ def test_prepare_next_tasks_replans_when_the_trigger_advances_again() -> None:
     (task,) = prepare_next_tasks(checkpoint, nodes, channels, 0).values()
     apply_writes(checkpoint, channels, [task], bump, index(nodes))
 
-    apply_writes(checkpoint, channels, [writes("other", [("x", 2)])], bump, index(nodes))
+    apply_writes(
+        checkpoint, channels, [writes("other", [("x", 2)])], bump, index(nodes)
+    )
 
     (again,) = prepare_next_tasks(checkpoint, nodes, channels, 1).values()
     assert again.input == {"x": 2}
@@ -163,7 +173,11 @@ def test_prepare_next_tasks_replans_when_the_trigger_advances_again() -> None:
 
 def test_prepare_next_tasks_considers_only_subscribers_of_updated_channels() -> None:
     nodes = {"a": node("a", ["go:a"], ["x"]), "b": node("b", ["go:b"], ["x"])}
-    channels = {"x": LastValue(int), "go:a": EphemeralValue(None), "go:b": EphemeralValue(None)}
+    channels = {
+        "x": LastValue(int),
+        "go:a": EphemeralValue(None),
+        "go:b": EphemeralValue(None),
+    }
     checkpoint, _ = start(channels, nodes, [("go:a", None), ("go:b", None)])
     subscribers = index(nodes)
 
@@ -192,7 +206,11 @@ def test_prepare_next_tasks_considers_only_subscribers_of_updated_channels() -> 
 
 def test_prepare_next_tasks_turns_sends_into_push_tasks_in_order() -> None:
     nodes = {"work": node("work", ["go:work"], ["x"])}
-    channels = {"x": LastValue(int), "go:work": EphemeralValue(None), TASKS: Topic(Send)}
+    channels = {
+        "x": LastValue(int),
+        "go:work": EphemeralValue(None),
+        TASKS: Topic(Send),
+    }
     checkpoint, _ = start(
         channels,
         nodes,
@@ -211,7 +229,11 @@ def test_prepare_next_tasks_turns_sends_into_push_tasks_in_order() -> None:
 
 def test_prepare_next_tasks_ignores_sends_to_unknown_nodes() -> None:
     nodes = {"work": node("work", ["go:work"], ["x"])}
-    channels = {"x": LastValue(int), TASKS: Topic(Send), "go:work": EphemeralValue(None)}
+    channels = {
+        "x": LastValue(int),
+        TASKS: Topic(Send),
+        "go:work": EphemeralValue(None),
+    }
     checkpoint, _ = start(channels, nodes, [(TASKS, Send("nope", 1))])
 
     assert prepare_next_tasks(checkpoint, nodes, channels, 0) == {}
@@ -224,7 +246,9 @@ def test_prepare_next_tasks_waits_for_a_named_barrier() -> None:
 
     assert prepare_next_tasks(checkpoint, nodes, channels, 0) == {}
 
-    apply_writes(checkpoint, channels, [writes("b", [("join", "b")])], bump, index(nodes))
+    apply_writes(
+        checkpoint, channels, [writes("b", [("join", "b")])], bump, index(nodes)
+    )
 
     assert names(prepare_next_tasks(checkpoint, nodes, channels, 1)) == ["c"]
 
@@ -233,7 +257,10 @@ def test_prepare_next_tasks_waits_for_a_named_barrier() -> None:
 
 
 def test_apply_writes_returns_updated_channels_and_bumps_their_versions() -> None:
-    channels = {"total": BinaryOperatorAggregate(int, operator.add), "last": LastValue(str)}
+    channels = {
+        "total": BinaryOperatorAggregate(int, operator.add),
+        "last": LastValue(str),
+    }
     checkpoint = empty_checkpoint()
     tasks = [
         writes("b", [("total", 2)]),
@@ -257,7 +284,9 @@ def test_apply_writes_in_path_order_whatever_the_finish_order() -> None:
             writes("work", [("log", ["push10"])], path=(PUSH, 10)),
             writes("work", [("log", ["push2"])], path=(PUSH, 2)),
         ]
-        apply_writes(empty_checkpoint(), channels, [tasks[i] for i in order], counter(), {})
+        apply_writes(
+            empty_checkpoint(), channels, [tasks[i] for i in order], counter(), {}
+        )
         return channels["log"].get()
 
     expected = ["a", "b", "push1", "push2", "push10"]
@@ -284,7 +313,9 @@ def test_apply_writes_records_versions_seen_for_the_triggers() -> None:
     bump = counter()
     apply_writes(checkpoint, channels, [writes("in", [("x", 1), ("y", 2)])], bump, {})
 
-    apply_writes(checkpoint, channels, [writes("a", [], triggers=["x"])], bump, {"x": ("a",)})
+    apply_writes(
+        checkpoint, channels, [writes("a", [], triggers=["x"])], bump, {"x": ("a",)}
+    )
 
     assert checkpoint["versions_seen"] == {"a": {"x": 1}}
 
@@ -304,7 +335,9 @@ def test_apply_writes_clears_ephemeral_channels_a_step_did_not_write() -> None:
     channels = {"go": EphemeralValue(None), "x": LastValue(int)}
     checkpoint = empty_checkpoint()
     bump = counter()
-    apply_writes(checkpoint, channels, [writes("in", [("go", None), ("x", 1)])], bump, {})
+    apply_writes(
+        checkpoint, channels, [writes("in", [("go", None), ("x", 1)])], bump, {}
+    )
     assert channels["go"].is_available()
 
     updated = apply_writes(
@@ -333,16 +366,26 @@ def test_apply_writes_consumes_the_barrier_of_the_task_it_triggered() -> None:
     channels = {"join": NamedBarrierValue(str, {"a", "b"})}
     checkpoint = empty_checkpoint()
     bump = counter()
-    apply_writes(checkpoint, channels, [writes("in", [("join", "a"), ("join", "b")])], bump, {})
+    apply_writes(
+        checkpoint, channels, [writes("in", [("join", "a"), ("join", "b")])], bump, {}
+    )
     assert channels["join"].is_available()
 
-    apply_writes(checkpoint, channels, [writes("c", [], triggers=["join"])], bump, {"join": ("c",)})
+    apply_writes(
+        checkpoint,
+        channels,
+        [writes("c", [], triggers=["join"])],
+        bump,
+        {"join": ("c",)},
+    )
 
     assert not channels["join"].is_available()
     assert checkpoint["channel_versions"]["join"] == 2
 
 
-def test_apply_writes_finishes_deferred_channels_when_nothing_else_is_triggered() -> None:
+def test_apply_writes_finishes_deferred_channels_when_nothing_else_is_triggered() -> (
+    None
+):
     channels = {
         "go:a": EphemeralValue(None),
         "go:late": LastValueAfterFinish(None),
@@ -350,7 +393,9 @@ def test_apply_writes_finishes_deferred_channels_when_nothing_else_is_triggered(
     subscribers = {"go:a": ("a",), "go:late": ("late",)}
     checkpoint = empty_checkpoint()
     bump = counter()
-    apply_writes(checkpoint, channels, [writes("in", [("go:a", None)])], bump, subscribers)
+    apply_writes(
+        checkpoint, channels, [writes("in", [("go:a", None)])], bump, subscribers
+    )
 
     # step 1: "a" runs and schedules the deferred node and itself again
     updated = apply_writes(
@@ -371,7 +416,13 @@ def test_apply_writes_finishes_deferred_channels_when_nothing_else_is_triggered(
     assert channels["go:late"].is_available()
 
     # step 3: the deferred node runs and consumes its trigger
-    apply_writes(checkpoint, channels, [writes("late", [], triggers=["go:late"])], bump, subscribers)
+    apply_writes(
+        checkpoint,
+        channels,
+        [writes("late", [], triggers=["go:late"])],
+        bump,
+        subscribers,
+    )
     assert not channels["go:late"].is_available()
 
 
@@ -389,5 +440,11 @@ def test_apply_writes_folds_sends_into_the_tasks_topic_then_clears_it() -> None:
     )
     assert channels[TASKS].get() == [Send("w", 1), Send("w", 2)]
 
-    apply_writes(checkpoint, channels, [writes("w", [], triggers=[PUSH], path=(PUSH, 0))], bump, {})
+    apply_writes(
+        checkpoint,
+        channels,
+        [writes("w", [], triggers=[PUSH], path=(PUSH, 0))],
+        bump,
+        {},
+    )
     assert not channels[TASKS].is_available()

@@ -98,9 +98,7 @@ def test_all_is_sorted_and_every_name_exists(name: str) -> None:
     assert [n for n in exported if not hasattr(module, n)] == [], name
 
 
-@pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=known_gap(n)) for n in MODULES]
-)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=known_gap(n)) for n in MODULES])
 def test_all_is_complete(name: str) -> None:
     module = import_or_skip(name)
     exported = set(getattr(module, "__all__", ()))
@@ -111,18 +109,42 @@ def test_all_is_complete(name: str) -> None:
 @pytest.mark.parametrize(
     ("module", "names"),
     [
-        ("engine.graph", {"END", "START", "MessagesState", "StateGraph", "add_messages"}),
-        ("engine.types", {"Command", "Interrupt", "RetryPolicy", "Send", "StateSnapshot", "interrupt"}),
+        (
+            "engine.graph",
+            {"END", "START", "MessagesState", "StateGraph", "add_messages"},
+        ),
+        (
+            "engine.types",
+            {
+                "Command",
+                "Interrupt",
+                "RetryPolicy",
+                "Send",
+                "StateSnapshot",
+                "interrupt",
+            },
+        ),
         (
             "engine.errors",
-            {"EmptyInputError", "GraphInterrupt", "GraphRecursionError", "InvalidUpdateError"},
+            {
+                "EmptyInputError",
+                "GraphInterrupt",
+                "GraphRecursionError",
+                "InvalidUpdateError",
+            },
         ),
         ("engine.config", {"get_config", "get_store", "get_stream_writer"}),
         ("engine.runtime", {"Runtime", "get_runtime"}),
         ("engine.checkpoint.memory", {"InMemorySaver"}),
         (
             "engine.channels",
-            {"BinaryOperatorAggregate", "EphemeralValue", "LastValue", "NamedBarrierValue", "Topic"},
+            {
+                "BinaryOperatorAggregate",
+                "EphemeralValue",
+                "LastValue",
+                "NamedBarrierValue",
+                "Topic",
+            },
         ),
     ],
 )

@@ -72,7 +72,12 @@ def test_add_messages_removes_by_id() -> None:
 
 def test_add_messages_remove_all_keeps_only_what_follows_it() -> None:
     merged = add_messages(
-        HISTORY, [msg("user", "gone", "8"), RemoveMessage(id=REMOVE_ALL_MESSAGES), msg("user", "fresh", "9")]
+        HISTORY,
+        [
+            msg("user", "gone", "8"),
+            RemoveMessage(id=REMOVE_ALL_MESSAGES),
+            msg("user", "fresh", "9"),
+        ],
     )
 
     assert shape(merged) == [("user", "fresh", "9")]
@@ -144,7 +149,9 @@ def test_add_messages_refuses_what_is_not_a_message() -> None:
 
 def test_messages_state_reduces_node_updates() -> None:
     def reply(state: Any) -> dict[str, Any]:
-        return {"messages": [msg("assistant", f"echo {state['messages'][-1]['content']}")]}
+        return {
+            "messages": [msg("assistant", f"echo {state['messages'][-1]['content']}")]
+        }
 
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
     builder.add_node("reply", reply)
@@ -166,16 +173,22 @@ def test_messages_in_a_custom_state_with_another_reducer() -> None:
         turns: Annotated[int, operator.add]
 
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(Chat)
-    builder.add_node("edit", lambda s: {"messages": [msg("user", "edited", "1")], "turns": 1})
+    builder.add_node(
+        "edit", lambda s: {"messages": [msg("user", "edited", "1")], "turns": 1}
+    )
     builder.add_edge(START, "edit")
 
-    result = builder.compile().invoke({"messages": [msg("user", "draft", "1")], "turns": 0})
+    result = builder.compile().invoke(
+        {"messages": [msg("user", "draft", "1")], "turns": 0}
+    )
 
     assert shape(result["messages"]) == [("user", "edited", "1")]
     assert result["turns"] == 1
 
 
-def test_add_messages_with_langchain_core_objects(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_add_messages_with_langchain_core_objects(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.undo()  # use langchain-core, if installed
     messages = pytest.importorskip("langchain_core.messages")
 

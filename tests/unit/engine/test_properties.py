@@ -35,10 +35,14 @@ FAST = settings(
 
 @st.composite
 def step_tasks(draw: st.DrawFn) -> list[PregelTaskWrites]:
-    names = draw(st.lists(st.sampled_from("abcdefgh"), min_size=1, max_size=6, unique=True))
+    names = draw(
+        st.lists(st.sampled_from("abcdefgh"), min_size=1, max_size=6, unique=True)
+    )
     pushes = draw(st.integers(min_value=0, max_value=12))
     tasks = []
-    paths: list[tuple[Any, ...]] = [(PULL, n) for n in names] + [(PUSH, i) for i in range(pushes)]
+    paths: list[tuple[Any, ...]] = [(PULL, n) for n in names] + [
+        (PUSH, i) for i in range(pushes)
+    ]
     for path in paths:
         items = draw(st.lists(st.integers(0, 9), max_size=3))
         total = draw(st.integers(-5, 5))
@@ -61,12 +65,18 @@ def apply_in(order: list[PregelTaskWrites]) -> tuple[list[int], int, dict[str, A
     }
     checkpoint = empty_checkpoint()
     apply_writes(checkpoint, channels, order, iter(range(1, 10)).__next__, {})
-    return channels["items"].get(), channels["total"].get(), checkpoint["channel_versions"]
+    return (
+        channels["items"].get(),
+        channels["total"].get(),
+        checkpoint["channel_versions"],
+    )
 
 
 @FAST
 @given(data=st.data(), tasks=step_tasks())
-def test_apply_writes_result_ignores_task_order(data: st.DataObject, tasks: list[PregelTaskWrites]) -> None:
+def test_apply_writes_result_ignores_task_order(
+    data: st.DataObject, tasks: list[PregelTaskWrites]
+) -> None:
     shuffled = data.draw(st.permutations(tasks))
 
     assert apply_in(list(shuffled)) == apply_in(tasks)
@@ -86,7 +96,9 @@ def dags(draw: st.DrawFn) -> list[tuple[list[int], bool]]:
     size = draw(st.integers(min_value=2, max_value=5))
     shape = []
     for j in range(size):
-        preds = draw(st.lists(st.integers(0, j - 1), unique=True, max_size=3)) if j else []
+        preds = (
+            draw(st.lists(st.integers(0, j - 1), unique=True, max_size=3)) if j else []
+        )
         shape.append((sorted(preds), draw(st.booleans())))
     return shape
 
@@ -95,7 +107,10 @@ def build(shape: list[tuple[list[int], bool]], delays: dict[int, float]) -> Any:
     def make(i: int) -> Callable[[Acc], dict[str, Any]]:
         def node(state: Acc) -> dict[str, Any]:
             time.sleep(delays.get(i, 0.0))
-            return {"items": [f"n{i}:{len(state['items'])}"], "total": i + state["total"]}
+            return {
+                "items": [f"n{i}:{len(state['items'])}"],
+                "total": i + state["total"],
+            }
 
         return node
 
@@ -113,13 +128,17 @@ def build(shape: list[tuple[list[int], bool]], delays: dict[int, float]) -> Any:
     return builder.compile()
 
 
-DELAYS = st.dictionaries(st.integers(0, 4), st.sampled_from([0.0, 0.0005, 0.001, 0.002]))
+DELAYS = st.dictionaries(
+    st.integers(0, 4), st.sampled_from([0.0, 0.0005, 0.001, 0.002])
+)
 
 
 @FAST
 @given(shape=dags(), first=DELAYS, second=DELAYS)
 def test_random_dag_final_state_ignores_completion_order(
-    shape: list[tuple[list[int], bool]], first: dict[int, float], second: dict[int, float]
+    shape: list[tuple[list[int], bool]],
+    first: dict[int, float],
+    second: dict[int, float],
 ) -> None:
     baseline = build(shape, {}).invoke({"items": [], "total": 0})
 
@@ -132,6 +151,13 @@ def test_random_dag_final_state_ignores_completion_order(
 def test_random_dag_stream_of_values_ignores_completion_order(
     shape: list[tuple[list[int], bool]], delays: dict[int, float]
 ) -> None:
-    baseline = list(build(shape, {}).stream({"items": [], "total": 0}, stream_mode="values"))
+    baseline = list(
+        build(shape, {}).stream({"items": [], "total": 0}, stream_mode="values")
+    )
 
-    assert list(build(shape, delays).stream({"items": [], "total": 0}, stream_mode="values")) == baseline
+    assert (
+        list(
+            build(shape, delays).stream({"items": [], "total": 0}, stream_mode="values")
+        )
+        == baseline
+    )

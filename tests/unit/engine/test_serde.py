@@ -81,7 +81,9 @@ def serde() -> JsonPlusSerializer:
 
 
 @pytest.mark.parametrize("name", sorted(VALUES))
-def test_dumps_typed_loads_typed_round_trip(serde: JsonPlusSerializer, name: str) -> None:
+def test_dumps_typed_loads_typed_round_trip(
+    serde: JsonPlusSerializer, name: str
+) -> None:
     value = VALUES[name]
 
     loaded = serde.loads_typed(serde.dumps_typed(value))
@@ -160,17 +162,31 @@ def test_pydantic_extras_and_explicitly_set_defaults_round_trip(
     stored = _stored_fields(serde, message)
     loaded = serde.loads_typed(serde.dumps_typed(message))
 
-    assert stored["v"] == {"content": "hi", "kind": "ai", "made": "m1", "extra_field": [1]}
+    assert stored["v"] == {
+        "content": "hi",
+        "kind": "ai",
+        "made": "m1",
+        "extra_field": [1],
+    }
     assert loaded == message
     assert loaded.model_fields_set == message.model_fields_set
 
 
-def test_pydantic_payloads_with_every_field_still_load(serde: JsonPlusSerializer) -> None:
+def test_pydantic_payloads_with_every_field_still_load(
+    serde: JsonPlusSerializer,
+) -> None:
     old = stored(
         "pydantic",
         f"{__name__}:Message",
-        {"content": "hi", "kind": "ai", "name": None, "meta": {}, "calls": [],
-         "ratio": 0.0, "made": "m1"},
+        {
+            "content": "hi",
+            "kind": "ai",
+            "name": None,
+            "meta": {},
+            "calls": [],
+            "ratio": 0.0,
+            "made": "m1",
+        },
     )
     payload = orjson.loads(old[1])
     payload["s"] = ["content"]
@@ -182,7 +198,9 @@ def test_pydantic_payloads_with_every_field_still_load(serde: JsonPlusSerializer
     assert loaded.model_fields_set == {"content"}
 
 
-def test_payload_is_plain_json_readable_without_the_serializer(serde: JsonPlusSerializer) -> None:
+def test_payload_is_plain_json_readable_without_the_serializer(
+    serde: JsonPlusSerializer,
+) -> None:
     tag, payload = serde.dumps_typed({"when": NOW, "n": 1, "s": "x"})
 
     assert tag == "json"
@@ -204,7 +222,9 @@ def test_dumps_typed_special_cases_none_and_bytes(serde: JsonPlusSerializer) -> 
     assert serde.dumps_typed(b"raw") == ("bytes", b"raw")
 
 
-def test_unstorable_value_raises_naming_its_type_and_place(serde: JsonPlusSerializer) -> None:
+def test_unstorable_value_raises_naming_its_type_and_place(
+    serde: JsonPlusSerializer,
+) -> None:
     class Opaque:
         pass
 
@@ -221,7 +241,9 @@ def test_check_raises_like_dumps(serde: JsonPlusSerializer) -> None:
 
 
 @pytest.mark.parametrize("tag", ["pickle", "msgpack", "mystery"])
-def test_loads_typed_refuses_unknown_payload_tags(serde: JsonPlusSerializer, tag: str) -> None:
+def test_loads_typed_refuses_unknown_payload_tags(
+    serde: JsonPlusSerializer, tag: str
+) -> None:
     with pytest.raises(SerializationError, match=repr(tag)):
         serde.loads_typed((tag, b"\x80\x04K\x01."))
 
@@ -237,7 +259,9 @@ def stored(tag: str, type_name: str, value: Any) -> tuple[str, bytes]:
     return ("json", orjson.dumps({"__t": tag, "c": type_name, "v": value}))
 
 
-def test_loads_refuses_a_class_that_is_not_allowed_naming_it(serde: JsonPlusSerializer) -> None:
+def test_loads_refuses_a_class_that_is_not_allowed_naming_it(
+    serde: JsonPlusSerializer,
+) -> None:
     with pytest.raises(SerializationError, match="os:system"):
         serde.loads_typed(stored("dataclass", "os:system", {"command": "true"}))
 
@@ -271,10 +295,16 @@ def test_lenient_mode_returns_unknown_object_instead_of_raising() -> None:
     lenient = JsonPlusSerializer(lenient=True)
 
     loaded = lenient.loads_typed(
-        stored("dataclass", "os:system", {"command": "true", "when": {"__t": "date", "v": "2026-01-02"}})
+        stored(
+            "dataclass",
+            "os:system",
+            {"command": "true", "when": {"__t": "date", "v": "2026-01-02"}},
+        )
     )
 
-    assert loaded == UnknownObject("os:system", {"command": "true", "when": dt.date(2026, 1, 2)})
+    assert loaded == UnknownObject(
+        "os:system", {"command": "true", "when": dt.date(2026, 1, 2)}
+    )
 
 
 def test_lenient_mode_still_refuses_pickle() -> None:

@@ -159,7 +159,10 @@ def test_add_node_named_like_a_state_key_runs_as_in_langgraph() -> None:
     builder.add_node("answer", lambda s: {"answer": s["question"].upper()})
     builder.add_edge(START, "answer")
 
-    assert builder.compile().invoke({"question": "q"}) == {"question": "q", "answer": "Q"}
+    assert builder.compile().invoke({"question": "q"}) == {
+        "question": "q",
+        "answer": "Q",
+    }
 
 
 # -- run-time errors ------------------------------------------------------------------
@@ -226,7 +229,9 @@ def test_invoke_parallel_writes_to_a_plain_key_raise() -> None:
     assert "INVALID_CONCURRENT_GRAPH_UPDATE" in str(info.value)
 
 
-def test_invoke_conditional_edge_outside_its_path_map_raises_naming_the_source() -> None:
+def test_invoke_conditional_edge_outside_its_path_map_raises_naming_the_source() -> (
+    None
+):
     # LangGraph raises a bare KeyError('zzz'); issue 3 asks for a typed error.
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(LogState)
     builder.add_node("a", appender("a"))
@@ -316,7 +321,11 @@ def test_pydantic_state_node_sees_a_model_and_output_is_a_dict() -> None:
     graph = builder.compile()
 
     assert graph.invoke({"name": "a"}) == {"name": "a", "count": 1, "tags": ["a"]}
-    assert graph.invoke(Person(name="b", count=3)) == {"name": "b", "count": 4, "tags": ["b"]}
+    assert graph.invoke(Person(name="b", count=3)) == {
+        "name": "b",
+        "count": 4,
+        "tags": ["b"],
+    }
     assert seen == [Person, Person]
     assert list(graph.stream({"name": "a"}, stream_mode="values")) == [
         {"name": "a", "tags": []},
@@ -374,7 +383,11 @@ def test_dataclass_state_node_sees_a_dataclass_and_output_is_a_dict() -> None:
     graph = builder.compile()
 
     assert graph.invoke({"name": "a"}) == {"name": "a", "count": 1, "tags": ["a"]}
-    assert graph.invoke(Counter(name="b", count=3)) == {"name": "b", "count": 4, "tags": ["b"]}
+    assert graph.invoke(Counter(name="b", count=3)) == {
+        "name": "b",
+        "count": 4,
+        "tags": ["b"],
+    }
     assert seen == [Counter, Counter]
 
 

@@ -86,10 +86,32 @@ def test_stream_tasks_yields_start_and_result_of_each_task() -> None:
     chunks = [scrub(c) for c in plain_graph().stream({"x": 0}, stream_mode="tasks")]
 
     assert chunks == [
-        {"id": "<id>", "name": "a", "input": {"x": 0, "log": []}, "triggers": ("branch:to:a",)},
-        {"id": "<id>", "name": "a", "error": None, "result": {"x": 1, "log": ["a"]}, "interrupts": []},
-        {"id": "<id>", "name": "b", "input": {"x": 1, "log": ["a"]}, "triggers": ("branch:to:b",)},
-        {"id": "<id>", "name": "b", "error": None, "result": {"log": ["b"]}, "interrupts": []},
+        {
+            "id": "<id>",
+            "name": "a",
+            "input": {"x": 0, "log": []},
+            "triggers": ("branch:to:a",),
+        },
+        {
+            "id": "<id>",
+            "name": "a",
+            "error": None,
+            "result": {"x": 1, "log": ["a"]},
+            "interrupts": [],
+        },
+        {
+            "id": "<id>",
+            "name": "b",
+            "input": {"x": 1, "log": ["a"]},
+            "triggers": ("branch:to:b",),
+        },
+        {
+            "id": "<id>",
+            "name": "b",
+            "error": None,
+            "result": {"log": ["b"]},
+            "interrupts": [],
+        },
     ]
 
 
@@ -118,16 +140,32 @@ def test_stream_tasks_reports_the_error_then_raises() -> None:
     assert chunks[1]["result"] is None
 
 
-def checkpoint_chunk(values: Any, source: str, step: int, next_: list[str]) -> dict[str, Any]:
+def checkpoint_chunk(
+    values: Any, source: str, step: int, next_: list[str]
+) -> dict[str, Any]:
     return {
-        "config": {"configurable": {"checkpoint_ns": "", "thread_id": "t", "checkpoint_id": "<id>"}},
+        "config": {
+            "configurable": {
+                "checkpoint_ns": "",
+                "thread_id": "t",
+                "checkpoint_id": "<id>",
+            }
+        },
         "parent_config": None
         if step == -1
-        else {"configurable": {"checkpoint_ns": "", "thread_id": "t", "checkpoint_id": "<id>"}},
+        else {
+            "configurable": {
+                "checkpoint_ns": "",
+                "thread_id": "t",
+                "checkpoint_id": "<id>",
+            }
+        },
         "values": values,
         "metadata": {"source": source, "step": step, "parents": {}},
         "next": next_,
-        "tasks": [{"id": "<id>", "name": n, "interrupts": (), "state": None} for n in next_],
+        "tasks": [
+            {"id": "<id>", "name": n, "interrupts": (), "state": None} for n in next_
+        ],
     }
 
 
@@ -162,7 +200,9 @@ def test_stream_checkpoints_without_a_checkpointer_yields_nothing() -> None:
 def test_stream_debug_wraps_checkpoints_tasks_and_results() -> None:
     graph = plain_graph(checkpointer=InMemorySaver())
 
-    chunks = [scrub(c) for c in graph.stream({"x": 0}, thread("t"), stream_mode="debug")]
+    chunks = [
+        scrub(c) for c in graph.stream({"x": 0}, thread("t"), stream_mode="debug")
+    ]
 
     assert [(c["step"], c["type"], c["timestamp"]) for c in chunks] == [
         (-1, "checkpoint", "<id>"),
@@ -174,7 +214,9 @@ def test_stream_debug_wraps_checkpoints_tasks_and_results() -> None:
         (2, "task_result", "<id>"),
         (2, "checkpoint", "<id>"),
     ]
-    checkpoints = [without_writes(c["payload"]) for c in chunks if c["type"] == "checkpoint"]
+    checkpoints = [
+        without_writes(c["payload"]) for c in chunks if c["type"] == "checkpoint"
+    ]
     assert checkpoints == EXPECTED_CHECKPOINTS
     assert chunks[3]["payload"] == {
         "id": "<id>",
@@ -200,7 +242,9 @@ def test_stream_debug_without_a_checkpointer_has_only_tasks() -> None:
 
 
 def test_stream_several_modes_yield_mode_chunk_pairs_in_order() -> None:
-    chunks = list(writer_graph().stream({"x": 0}, stream_mode=["custom", "updates", "values"]))
+    chunks = list(
+        writer_graph().stream({"x": 0}, stream_mode=["custom", "updates", "values"])
+    )
 
     assert chunks == [
         ("values", {"x": 0, "log": []}),
@@ -265,7 +309,9 @@ def node_names(ns: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def test_stream_subgraphs_prefixes_chunks_with_the_namespace() -> None:
-    chunks = list(parent_with_child().stream({"x": 0}, stream_mode="updates", subgraphs=True))
+    chunks = list(
+        parent_with_child().stream({"x": 0}, stream_mode="updates", subgraphs=True)
+    )
 
     assert [(node_names(ns), c) for ns, c in chunks] == [
         ((), {"p1": {"log": ["p1"]}}),
@@ -328,11 +374,20 @@ def test_stream_subgraphs_includes_a_graph_invoked_inside_a_node() -> None:
 
 async def test_astream_matches_stream_for_every_mode() -> None:
     graph = writer_graph()
-    modes: list[Any] = ["values", "updates", "custom", "tasks", "debug", ["updates", "custom"]]
+    modes: list[Any] = [
+        "values",
+        "updates",
+        "custom",
+        "tasks",
+        "debug",
+        ["updates", "custom"],
+    ]
 
     for mode in modes:
         sync_chunks = [scrub(c) for c in graph.stream({"x": 0}, stream_mode=mode)]
-        async_chunks = [scrub(c) async for c in graph.astream({"x": 0}, stream_mode=mode)]
+        async_chunks = [
+            scrub(c) async for c in graph.astream({"x": 0}, stream_mode=mode)
+        ]
 
         assert async_chunks == sync_chunks, mode
 
@@ -346,7 +401,9 @@ async def test_astream_subgraphs_matches_stream() -> None:
     ]
     async_chunks = [
         (node_names(ns), c)
-        async for ns, c in graph.astream({"x": 0}, stream_mode="updates", subgraphs=True)
+        async for ns, c in graph.astream(
+            {"x": 0}, stream_mode="updates", subgraphs=True
+        )
     ]
 
     assert async_chunks == sync_chunks
@@ -448,7 +505,9 @@ def test_get_config_inside_a_node_sees_the_call_config() -> None:
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(LogState)
     builder.add_node("node", node)
     builder.add_edge(START, "node")
-    builder.compile().invoke({"x": 0}, {"configurable": {"extra": "e"}, "recursion_limit": 7})
+    builder.compile().invoke(
+        {"x": 0}, {"configurable": {"extra": "e"}, "recursion_limit": 7}
+    )
 
     assert seen == {"extra": "e", "limit": 7}
 
