@@ -2,8 +2,10 @@
 
 Every finished task is reported to the loop (``task_done``) from the driver's
 thread, in completion order, so its writes are saved as soon as it finishes.
-When a task fails, tasks not yet started are cancelled; running ones finish and
-keep their writes; then the failure is raised.
+When a task fails, its siblings still run to the end and keep their writes
+(saved, so a resume does not run them again); then the failure is raised.
+Cancelling siblings that had not started yet would make which of them survive a
+failure depend on thread scheduling; finishing them costs no lost work.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import asyncio
 import contextvars
 import queue
 from collections.abc import AsyncIterator, Callable, Iterator
-from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import GraphInterrupt
@@ -89,7 +90,6 @@ def run_step(
         chunks if chunks is not None else queue.SimpleQueue()
     )
     pool = background_pool()
-    futures: list[Future[None]] = []
 
     def runner(task: PregelExecutableTask) -> Callable[[], None]:
         context = contextvars.copy_context()
@@ -105,17 +105,13 @@ def run_step(
         return go
 
     for task in pending:
-        futures.append(pool.submit(runner(task)))
+        pool.submit(runner(task))
     remaining = len(pending)
     while remaining:
         item = inbox.get()
         if isinstance(item, _Done):
             remaining -= 1
             _record(loop, outcome, item.task, item.error, last=remaining == 0)
-            if outcome.error is not None and remaining:
-                for future in futures:
-                    if future.cancel():
-                        remaining -= 1
         else:
             yield item
     if chunks is not None:
@@ -164,12 +160,6 @@ async def arun_step(
             if isinstance(item, _Done):
                 remaining -= 1
                 _record(loop, outcome, item.task, item.error, last=remaining == 0)
-                if outcome.error is not None and remaining:
-                    for job in running:
-                        if not job.done():
-                            job.cancel()
-                    await asyncio.gather(*running, return_exceptions=True)
-                    remaining = 0
             else:
                 yield item
     finally:

@@ -21,7 +21,7 @@ import pytest
 
 from engine.checkpoint.base import BaseCheckpointSaver
 from engine.graph import START, StateGraph
-from engine.types import Command
+from engine.types import Command, Send
 from tests._support.durable import (
     crash_graph,
     loop_graph,
@@ -91,6 +91,61 @@ def test_resume_after_a_failure_reruns_only_the_failed_task(saver, saver_spec) -
 
     assert sorted(result["log"]) == ["a", "b", "c"]
     assert counter == {"a": 1, "b": 1, "c": 2}
+
+
+def _wide_fan_out(counter: Counter[str], failing: set[str]) -> Any:
+    """100 parallel Sends (more than the worker threads); ``t0`` fails at once."""
+
+    def work(item: dict[str, Any]) -> dict[str, Any]:
+        name = item["name"]
+        counter[name] += 1
+        if name in failing:
+            raise RuntimeError(f"{name} failed")
+        time.sleep(0.005)
+        return {"log": [name]}
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(LogState)
+    builder.add_node("work", work)
+    builder.add_conditional_edges(
+        START, lambda s: [Send("work", {"name": f"t{i}"}) for i in range(100)]
+    )
+    return builder
+
+
+def test_a_failure_in_a_wide_fan_out_keeps_every_sibling(saver) -> None:
+    # Regression: siblings queued behind busy worker threads used to be cancelled
+    # by an early failure, so which of them survived depended on scheduling.
+    counter: Counter[str] = Counter()
+    failing = {"t0"}
+    graph = _wide_fan_out(counter, failing).compile(checkpointer=saver)
+    config = thread("wide")
+
+    with pytest.raises(RuntimeError, match="t0 failed"):
+        graph.invoke({"x": 0, "log": []}, config)
+    assert len(graph.get_state(config).tasks) == 100
+    assert sum(counter.values()) == 100
+    failing.clear()
+    result = graph.invoke(None, config)
+
+    assert sorted(result["log"]) == sorted(f"t{i}" for i in range(100))
+    assert counter["t0"] == 2
+    assert sum(counter.values()) == 101
+
+
+async def test_an_async_failure_in_a_wide_fan_out_keeps_every_sibling(saver) -> None:
+    counter: Counter[str] = Counter()
+    failing = {"t0"}
+    graph = _wide_fan_out(counter, failing).compile(checkpointer=saver)
+    config = thread("wide-async")
+
+    with pytest.raises(RuntimeError, match="t0 failed"):
+        await graph.ainvoke({"x": 0, "log": []}, config)
+    assert sum(counter.values()) == 100
+    failing.clear()
+    result = await graph.ainvoke(None, config)
+
+    assert len(result["log"]) == 100
+    assert sum(counter.values()) == 101
 
 
 # -- interrupts ------------------------------------------------------------------------
