@@ -235,3 +235,40 @@ def test_step_writes_and_a_history_read_back(saver: BaseCheckpointSaver) -> None
     for i, t in enumerate(oldest_first[:-1]):
         assert t.pending_writes == [(f"task-{i}", "n", i), (f"task-{i}", "log", [i])]
     assert oldest_first[-1].pending_writes == []
+
+
+def test_none_values_and_the_schema_version_pack_small() -> None:
+    structure = {
+        "v": 4,
+        "channel_versions": {"go": "000000000003.0a1b2c3d", "n": 2},
+        "versions_seen": {},
+        "channel_values": {"go": None},
+        "schema_version": 2,
+    }
+    packed = pack_structure(structure)
+    assert packed["nil"] == [0]
+    assert packed["sv"] == 2
+    assert "channel_values" not in packed
+    assert unpack_structure(packed) == structure
+    # a value that is not None, or a channel without a version, keeps the map
+    for values in ({"go": None, "n": 1}, {"gone": None}):
+        odd = {**structure, "channel_values": values}
+        assert pack_structure(odd)["channel_values"] == values
+        assert unpack_structure(pack_structure(odd)) == odd
+
+
+def test_none_values_take_no_value_row(saver: BaseCheckpointSaver, saver_spec) -> None:
+    if not saver_spec.shared:
+        pytest.skip("the memory saver has no SQL")
+    checkpoint = make_checkpoint({"go": None, "msg": "hi"})
+    config = saver.put(
+        make_config("t1"), checkpoint, make_metadata(), checkpoint["channel_versions"]
+    )
+
+    rows = saver_spec.execute(
+        "SELECT channel FROM engine_checkpoint_blobs WHERE thread_id = 't1'"
+    )
+    assert [tuple(r) for r in rows] == [("msg",)]
+    loaded = saver.get_tuple(config)
+    assert loaded is not None
+    assert loaded.checkpoint["channel_values"] == {"go": None, "msg": "hi"}
