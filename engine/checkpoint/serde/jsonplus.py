@@ -498,13 +498,11 @@ class JsonPlusSerializer:
 
     def dumps(self, obj: Any) -> bytes:
         try:
-            payload = orjson.dumps(self.encode(obj))
+            return _exact_dumps(self.encode(obj))
         except orjson.JSONEncodeError as exc:
             if "64-bit" not in str(exc):
                 raise SerializationError(f"Cannot store value: {exc}") from exc
-            payload = orjson.dumps(self._encode_big_ints(obj))
-        # orjson's buffer can be much larger than its result; keep an exact-size copy
-        return memoryview(payload).tobytes()
+            return _exact_dumps(self._encode_big_ints(obj))
 
     def _encode_big_ints(self, obj: Any) -> Any:
         encoder = _Encoder(big_ints=True)
@@ -557,6 +555,48 @@ class JsonPlusSerializer:
     def check(self, obj: Any) -> None:
         """Raise SerializationError when ``obj`` could not be stored."""
         self.encode(obj)
+
+
+CHUNK_ITEMS = 256
+"""Lists longer than this are written ``CHUNK_ITEMS`` items at a time (see
+:func:`_exact_dumps`)."""
+
+
+def _exact_dumps(value: Any) -> bytes:
+    """``orjson.dumps(value)`` as an exact-size bytes object.
+
+    orjson returns its working buffer, which can be four times the size of the
+    JSON (1 MiB for a 270 KiB list), and keeping that buffer costs memory for as
+    long as the payload lives (the in-memory saver keeps them all), so the result
+    is copied. A long list is written in chunks instead, each copied at once, so
+    the peak stays near twice the JSON's size rather than five times; so is a
+    dict holding one, value by value. Keys are strings here (``encode`` tags
+    dicts with other keys), so writing them separately changes nothing.
+    """
+    kind = type(value)
+    if kind is dict and any(
+        type(v) is list and len(v) > CHUNK_ITEMS for v in value.values()
+    ):
+        # a state-shaped dict holding a long list (a run's input): key by key
+        parts = [b"{"]
+        for key, item in value.items():
+            if len(parts) > 1:
+                parts.append(b",")
+            parts.append(orjson.dumps(key))
+            parts.append(b":")
+            parts.append(_exact_dumps(item))
+        parts.append(b"}")
+        return b"".join(parts)
+    if kind is not list or len(value) <= CHUNK_ITEMS:
+        return memoryview(orjson.dumps(value)).tobytes()
+    parts = []
+    for start in range(0, len(value), CHUNK_ITEMS):
+        chunk = orjson.dumps(value[start : start + CHUNK_ITEMS])
+        parts.append(b"," if parts else b"[")
+        parts.append(memoryview(chunk)[1:-1].tobytes())  # without its brackets
+        del chunk
+    parts.append(b"]")
+    return b"".join(parts)
 
 
 def _remember(classes: Iterable[type[Any]]) -> None:
