@@ -12,7 +12,7 @@ import asyncio
 import builtins
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from engine._internal._typing import RunnableConfig
 from engine.checkpoint._sqlcore import reads, retention, writes
@@ -39,6 +39,23 @@ SETUP_HINT = (
 )
 
 T = TypeVar("T")
+
+
+class _PageReader(Protocol[T]):
+    """``reads.list_page`` or ``reads.summaries_page``: one page and the next cursor."""
+
+    def __call__(
+        self,
+        d: SqlDialect,
+        serde: SerializerProtocol,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+        cursor: reads.ListCursor | None,
+        now: datetime,
+    ) -> Op[tuple[builtins.list[T], reads.ListCursor | None]]: ...
 
 
 def drive(
@@ -147,6 +164,68 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         """Async driver; by default the sync one in a worker thread."""
         return await asyncio.to_thread(self._run, op, write=write)
 
+    # -- paging (list, list_summaries and their async twins) ------------------------
+
+    def _pages(
+        self,
+        read_page: _PageReader[T],
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> Iterator[T]:
+        """The items of ``read_page``'s pages, one transaction per page, until
+        ``limit`` items or the last page."""
+        remaining = limit
+        cursor: reads.ListCursor | None = None
+        while remaining is None or remaining > 0:
+            op = read_page(
+                self.dialect,
+                self.serde,
+                config,
+                filter=filter,
+                before=before,
+                limit=remaining,
+                cursor=cursor,
+                now=_now(),
+            )
+            page, cursor = self._run(op, write=False)
+            yield from page
+            if remaining is not None:
+                remaining -= len(page)
+            if cursor is None:
+                return
+
+    async def _apages(
+        self,
+        read_page: _PageReader[T],
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> AsyncIterator[T]:
+        """Async twin of :meth:`_pages`."""
+        remaining = limit
+        cursor: reads.ListCursor | None = None
+        while remaining is None or remaining > 0:
+            op = read_page(
+                self.dialect,
+                self.serde,
+                config,
+                filter=filter,
+                before=before,
+                limit=remaining,
+                cursor=cursor,
+                now=_now(),
+            )
+            page, cursor = await self._arun(op, write=False)
+            for item in page:
+                yield item
+            if remaining is not None:
+                remaining -= len(page)
+            if cursor is None:
+                return
+
     # -- reads -------------------------------------------------------------------
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -163,25 +242,7 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
     ) -> Iterator[CheckpointTuple]:
         """Checkpoints newest first, read a page at a time (no connection is held
         between pages, so a caller may stop iterating at any point)."""
-        remaining = limit
-        cursor: reads.ListCursor | None = None
-        while remaining is None or remaining > 0:
-            op = reads.list_page(
-                self.dialect,
-                self.serde,
-                config,
-                filter=filter,
-                before=before,
-                limit=remaining,
-                cursor=cursor,
-                now=_now(),
-            )
-            page, cursor = self._run(op, write=False)
-            yield from page
-            if remaining is not None:
-                remaining -= len(page)
-            if cursor is None:
-                return
+        yield from self._pages(reads.list_page, config, filter, before, limit)
 
     def list_summaries(
         self,
@@ -193,25 +254,7 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
     ) -> Iterator[CheckpointSummary]:
         """Like :meth:`list`, from the checkpoint rows alone: one statement per
         page, no channel values, no pending writes, no checkpoint decoding."""
-        remaining = limit
-        cursor: reads.ListCursor | None = None
-        while remaining is None or remaining > 0:
-            op = reads.summaries_page(
-                self.dialect,
-                self.serde,
-                config,
-                filter=filter,
-                before=before,
-                limit=remaining,
-                cursor=cursor,
-                now=_now(),
-            )
-            page, cursor = self._run(op, write=False)
-            yield from page
-            if remaining is not None:
-                remaining -= len(page)
-            if cursor is None:
-                return
+        yield from self._pages(reads.summaries_page, config, filter, before, limit)
 
     def stored_bytes(self, thread_id: str) -> int:
         return self._run(reads.stored_bytes(self.dialect, str(thread_id)), write=False)
@@ -339,26 +382,8 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        remaining = limit
-        cursor: reads.ListCursor | None = None
-        while remaining is None or remaining > 0:
-            op = reads.list_page(
-                self.dialect,
-                self.serde,
-                config,
-                filter=filter,
-                before=before,
-                limit=remaining,
-                cursor=cursor,
-                now=_now(),
-            )
-            page, cursor = await self._arun(op, write=False)
-            for item in page:
-                yield item
-            if remaining is not None:
-                remaining -= len(page)
-            if cursor is None:
-                return
+        async for item in self._apages(reads.list_page, config, filter, before, limit):
+            yield item
 
     async def alist_summaries(
         self,
@@ -368,26 +393,10 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointSummary]:
-        remaining = limit
-        cursor: reads.ListCursor | None = None
-        while remaining is None or remaining > 0:
-            op = reads.summaries_page(
-                self.dialect,
-                self.serde,
-                config,
-                filter=filter,
-                before=before,
-                limit=remaining,
-                cursor=cursor,
-                now=_now(),
-            )
-            page, cursor = await self._arun(op, write=False)
-            for item in page:
-                yield item
-            if remaining is not None:
-                remaining -= len(page)
-            if cursor is None:
-                return
+        async for item in self._apages(
+            reads.summaries_page, config, filter, before, limit
+        ):
+            yield item
 
     async def astored_bytes(self, thread_id: str) -> int:
         return await self._arun(
