@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -11,6 +10,7 @@ from django.test import Client, override_settings
 
 from studio.models import Thread
 from studio.services import graph_svg
+from tests._support.studio import serve_graphs
 
 pytestmark = pytest.mark.django_db
 
@@ -33,21 +33,7 @@ PAGES = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _graphs() -> Any:
-    with override_settings(STUDIO_GRAPHS=GRAPHS):
-        yield
-
-
-@pytest.fixture
-def ada() -> User:
-    return User.objects.create_user("ada", password="pw")
-
-
-@pytest.fixture
-def signed_in(client: Client, ada: User) -> Client:
-    client.force_login(ada)
-    return client
+_graphs = serve_graphs(GRAPHS)
 
 
 @pytest.mark.parametrize("path", PAGES)

@@ -16,13 +16,14 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 from django.template.loader import render_to_string
-from django.test import Client, override_settings
+from django.test import Client
 
 from studio.asgi import application
 from studio.models import Run, RunEvent, Thread
 from studio.services import events as run_events
 from studio.services import live
 from studio.services.runs import start_run
+from tests._support.studio import serve_graphs
 from tests._support.threads import GRAPHS, XSS, checkpoint_id, checkpoints, run_now
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -35,21 +36,7 @@ REQUEST = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _graphs() -> Any:
-    with override_settings(STUDIO_GRAPHS=GRAPHS):
-        yield
-
-
-@pytest.fixture
-def ada() -> User:
-    return User.objects.create_user("ada", password="pw")
-
-
-@pytest.fixture
-def signed_in(client: Client, ada: User) -> Client:
-    client.force_login(ada)
-    return client
+_graphs = serve_graphs(GRAPHS)
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import override_settings
 from django.utils import timezone
 
 from studio.errors import Conflict, ThreadNotFound
@@ -15,6 +14,7 @@ from studio.models import PurchaseOutbox, Run, RunEvent, Thread
 from studio.services import runs
 from studio.services.graphs import runnable
 from studio.services.worker import Worker
+from tests._support.studio import serve_graphs
 from tests.studio.engine_graphs_for_tests import calls
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -32,10 +32,7 @@ REQUEST = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _graphs() -> Any:
-    with override_settings(STUDIO_GRAPHS=GRAPHS):
-        yield
+_graphs = serve_graphs(GRAPHS)
 
 
 @pytest.fixture

@@ -6,14 +6,14 @@ import json
 import re
 from typing import Any, TypedDict
 
-import pytest
 from django.contrib.auth.models import User
-from django.test import Client, override_settings
+from django.test import Client
 
 from engine.graph import MessagesState
 from studio.forms import RunInputForm, StrictForm
 from studio.input_fields import InputField, input_fields
 from studio.models import Run, Thread
+from tests._support.studio import serve_graphs
 from tests.studio import ui_graphs_for_tests as ui
 
 GRAPHS = {
@@ -210,21 +210,7 @@ def test_bind_message_becomes_a_user_message() -> None:
 # -- the endpoint ----------------------------------------------------------------
 
 
-@pytest.fixture(autouse=True)
-def _graphs() -> Any:
-    with override_settings(STUDIO_GRAPHS=GRAPHS):
-        yield
-
-
-@pytest.fixture
-def ada(db: None) -> User:
-    return User.objects.create_user("ada", password="pw")
-
-
-@pytest.fixture
-def signed_in(client: Client, ada: User) -> Client:
-    client.force_login(ada)
-    return client
+_graphs = serve_graphs(GRAPHS)
 
 
 PURCHASE = {

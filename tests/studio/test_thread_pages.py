@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client, override_settings
+from django.test import Client
 
 from studio.models import Thread
 from studio.services import threads as thread_service
+from tests._support.studio import serve_graphs
 from tests._support.threads import GRAPHS, XSS, checkpoint_id, checkpoints, run_now
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,21 +28,7 @@ REQUEST = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _graphs() -> Any:
-    with override_settings(STUDIO_GRAPHS=GRAPHS):
-        yield
-
-
-@pytest.fixture
-def ada() -> User:
-    return User.objects.create_user("ada", password="pw")
-
-
-@pytest.fixture
-def signed_in(client: Client, ada: User) -> Client:
-    client.force_login(ada)
-    return client
+_graphs = serve_graphs(GRAPHS)
 
 
 @pytest.fixture

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import override_settings
 
 from studio.errors import CheckpointNotFound, InvalidInput, NotFound, ThreadNotFound
 from studio.models import RunEvent
 from studio.services import blame, compare, threads, time_travel, waterfall
 from studio.services.graphs import runnable
+from tests._support.studio import serve_graphs
 from tests._support.threads import GRAPHS, checkpoint_id, checkpoints, drain, run_now
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,15 +24,7 @@ REQUEST = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _graphs() -> Any:
-    with override_settings(STUDIO_GRAPHS=GRAPHS):
-        yield
-
-
-@pytest.fixture
-def ada() -> User:
-    return User.objects.create_user("ada", password="pw")
+_graphs = serve_graphs(GRAPHS)
 
 
 def ids(graph: str, thread_id: str) -> list[str]:

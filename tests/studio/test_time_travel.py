@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client, override_settings
+from django.test import Client
 
 from studio.models import AuditEntry, Run
 from studio.services import runs
+from tests._support.studio import serve_graphs
 from tests._support.threads import (
     GRAPHS,
     XSS,
@@ -30,21 +31,7 @@ REQUEST = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _graphs() -> Any:
-    with override_settings(STUDIO_GRAPHS=GRAPHS):
-        yield
-
-
-@pytest.fixture
-def ada() -> User:
-    return User.objects.create_user("ada", password="pw")
-
-
-@pytest.fixture
-def signed_in(client: Client, ada: User) -> Client:
-    client.force_login(ada)
-    return client
+_graphs = serve_graphs(GRAPHS)
 
 
 def html_of(response: Any) -> str:
