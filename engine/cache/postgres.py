@@ -16,9 +16,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from psycopg import Connection, Cursor
-from psycopg.rows import TupleRow, tuple_row
+from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool
 
+from engine._internal._postgres import open_pool, transaction_cursor
 from engine.cache._keys import (
     check_full_key,
     check_namespace,
@@ -68,18 +69,8 @@ VALUES (%s, %s, %s, %s, now() + %s::float8 * interval '1 second')
 ON CONFLICT (ns, key) DO UPDATE SET
     tag = EXCLUDED.tag, payload = EXCLUDED.payload, expires_at = EXCLUDED.expires_at
 """
-POOL_OPEN_TIMEOUT = 30.0
-"""Seconds ``from_conn_string`` waits for its first connection before failing."""
 
 _PURGE = "DELETE FROM engine_cache WHERE expires_at IS NOT NULL AND expires_at <= now()"
-
-
-def _require_autocommit(autocommit: bool) -> None:
-    if not autocommit:
-        raise ValueError(
-            "PostgresCache needs connections with autocommit=True: each call runs its "
-            'own transaction (e.g. ConnectionPool(dsn, kwargs={"autocommit": True})).'
-        )
 
 
 class PostgresCache(BaseCache[ValueT]):
@@ -117,35 +108,13 @@ class PostgresCache(BaseCache[ValueT]):
         max_size: int = 10,
     ) -> Iterator[PostgresCache[Any]]:
         """A cache on a new connection pool, closed when the block exits."""
-        pool: ConnectionPool[Connection[TupleRow]] = ConnectionPool(
-            conn_string,
-            min_size=1,
-            max_size=max_size,
-            kwargs={"autocommit": True},
-            open=False,
-            name="engine-cache",
-        )
-        pool.open(wait=True, timeout=POOL_OPEN_TIMEOUT)
-        try:
+        with open_pool(conn_string, max_size=max_size, name="engine-cache") as pool:
             yield cls(pool, serde=serde)
-        finally:
-            pool.close()
 
     @contextmanager
     def _cursor(self) -> Iterator[Cursor[TupleRow]]:
-        if isinstance(self.conn, ConnectionPool):
-            with self.conn.connection() as conn:
-                _require_autocommit(conn.autocommit)
-                with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
-                    yield cur
-        else:
-            with self.lock:
-                _require_autocommit(self.conn.autocommit)
-                with (
-                    self.conn.transaction(),
-                    self.conn.cursor(row_factory=tuple_row) as cur,
-                ):
-                    yield cur
+        with transaction_cursor(self.conn, self.lock, "Postgres caches") as cur:
+            yield cur
 
     def setup(self) -> None:
         """Create or upgrade the tables (idempotent; safe to run concurrently)."""

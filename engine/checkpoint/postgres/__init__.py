@@ -26,9 +26,10 @@ from typing import Any, TypeVar
 
 from psycopg import Connection, Cursor, Error
 from psycopg.errors import UndefinedTable
-from psycopg.rows import TupleRow, tuple_row
+from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
+from engine._internal import _postgres
 from engine.checkpoint._sqlcore.dialect import Batch, Op, Stmt
 from engine.checkpoint._sqlcore.saver import SETUP_HINT, SqlCheckpointSaver, drive
 from engine.checkpoint.base import conflict
@@ -47,18 +48,12 @@ __all__ = ("PostgresSaver", "migrate", "require_autocommit", "translate")
 
 T = TypeVar("T")
 
-POOL_OPEN_TIMEOUT = 30.0
-"""Seconds ``from_conn_string`` waits for its first connection before failing."""
+CHECKPOINT_USERS = "Postgres checkpoint savers"
 
 
 def require_autocommit(autocommit: bool) -> None:
     """Refuse a connection the saver cannot run its own transactions on."""
-    if not autocommit:
-        raise ValueError(
-            "Postgres checkpoint savers need connections with autocommit=True: they "
-            "issue BEGIN/COMMIT themselves (e.g. ConnectionPool(dsn, "
-            'kwargs={"autocommit": True}))'
-        )
+    _postgres.require_autocommit(autocommit, CHECKPOINT_USERS)
 
 
 def migrate(conn: Connection[Any]) -> list[int]:
@@ -128,27 +123,13 @@ class PostgresSaver(SqlCheckpointSaver):
             max_size: most connections the pool opens.
             **kwargs: constructor arguments (``serde``, ``default_ttl``).
         """
-        pool: ConnectionPool[Connection[TupleRow]] = ConnectionPool(
-            conn_string,
-            min_size=1,
-            max_size=max_size,
-            kwargs={"autocommit": True},
-            open=False,
-        )
-        pool.open(wait=True, timeout=POOL_OPEN_TIMEOUT)
-        try:
+        with _postgres.open_pool(conn_string, max_size=max_size) as pool:
             yield cls(pool, **kwargs)
-        finally:
-            pool.close()
 
     @contextmanager
     def _connection(self) -> Iterator[Connection[Any]]:
-        if isinstance(self.conn, ConnectionPool):
-            with self.conn.connection() as conn:
-                yield conn
-        else:
-            with self.lock:
-                yield self.conn
+        with _postgres.borrowed(self.conn, self.lock) as conn:
+            yield conn
 
     def setup(self) -> None:
         """Create or upgrade the tables (numbered migrations; a no-op when current).

@@ -20,12 +20,13 @@ from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from typing import Any, TypeVar
 
 from psycopg import AsyncConnection, AsyncCursor, Error
-from psycopg.rows import TupleRow, tuple_row
+from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool
 
+from engine._internal._postgres import aborrowed, aopen_pool
 from engine.checkpoint._sqlcore.dialect import Batch, Op, Stmt
 from engine.checkpoint._sqlcore.saver import SqlCheckpointSaver, adrive
-from engine.checkpoint.postgres import POOL_OPEN_TIMEOUT, require_autocommit, translate
+from engine.checkpoint.postgres import require_autocommit, translate
 from engine.checkpoint.postgres._sql import (
     BEGIN_READ,
     BEGIN_WRITE,
@@ -108,27 +109,13 @@ class AsyncPostgresSaver(SqlCheckpointSaver):
             max_size: most connections the pool opens.
             **kwargs: constructor arguments (``serde``, ``default_ttl``).
         """
-        pool: AsyncConnectionPool[AsyncConnection[TupleRow]] = AsyncConnectionPool(
-            conn_string,
-            min_size=1,
-            max_size=max_size,
-            kwargs={"autocommit": True},
-            open=False,
-        )
-        await pool.open(wait=True, timeout=POOL_OPEN_TIMEOUT)
-        try:
+        async with aopen_pool(conn_string, max_size=max_size) as pool:
             yield cls(pool, **kwargs)
-        finally:
-            await pool.close()
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[AsyncConnection[Any]]:
-        if isinstance(self.conn, AsyncConnectionPool):
-            async with self.conn.connection() as conn:
-                yield conn
-        else:
-            async with self.lock:
-                yield self.conn
+        async with aborrowed(self.conn, self.lock) as conn:
+            yield conn
 
     async def setup(self) -> None:
         """Create or upgrade the tables (numbered migrations; a no-op when current).

@@ -20,9 +20,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from psycopg import Connection, Cursor
-from psycopg.rows import TupleRow, tuple_row
+from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool
 
+from engine._internal._postgres import open_pool, transaction_cursor
 from engine.store._ops import GetPlan, ListPlan, Plan, PutPlan, SearchPlan, prepare_ops
 from engine.store.base import BaseStore, Item, Op, Result, SearchItem, TTLConfig
 from engine.store.postgres import _sql
@@ -76,36 +77,14 @@ class PostgresStore(BaseStore):
             ttl: store-wide TTL behaviour.
             max_size: the pool's maximum number of connections.
         """
-        pool: ConnectionPool[Connection[TupleRow]] = ConnectionPool(
-            conn_string,
-            min_size=1,
-            max_size=max_size,
-            kwargs={"autocommit": True},
-            open=False,
-            name="engine-store",
-        )
-        pool.open(wait=True, timeout=_sql.POOL_OPEN_TIMEOUT)
-        try:
+        with open_pool(conn_string, max_size=max_size, name="engine-store") as pool:
             yield cls(pool, ttl=ttl)
-        finally:
-            pool.close()
 
     @contextmanager
     def _cursor(self) -> Iterator[Cursor[TupleRow]]:
         """A cursor inside a transaction: committed on success, rolled back on error."""
-        if isinstance(self.conn, ConnectionPool):
-            with self.conn.connection() as conn:
-                _sql.require_autocommit(conn.autocommit)
-                with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
-                    yield cur
-        else:
-            with self.lock:
-                _sql.require_autocommit(self.conn.autocommit)
-                with (
-                    self.conn.transaction(),
-                    self.conn.cursor(row_factory=tuple_row) as cur,
-                ):
-                    yield cur
+        with transaction_cursor(self.conn, self.lock, _sql.STORE_USERS) as cur:
+            yield cur
 
     def setup(self) -> None:
         """Create or upgrade the tables (idempotent; safe to run concurrently)."""

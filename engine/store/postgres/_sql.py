@@ -29,7 +29,6 @@ __all__ = (
     "INSERT_MIGRATION",
     "LOCK_KEY",
     "MIGRATIONS",
-    "POOL_OPEN_TIMEOUT",
     "REFRESH_ONE",
     "SELECT_VERSION",
     "SWEEP",
@@ -41,25 +40,15 @@ __all__ = (
     "namespace_text",
     "put_query",
     "refresh_many",
-    "require_autocommit",
+    "STORE_USERS",
     "search_item_from_row",
     "search_query",
 )
 
 Query = tuple[str, list[Any]]
 
-POOL_OPEN_TIMEOUT = 30.0
-"""Seconds ``from_conn_string`` waits for its first connection before failing."""
-
-
-def require_autocommit(autocommit: bool) -> None:
-    """Refuse a connection the store cannot run its own transactions on."""
-    if not autocommit:
-        raise ValueError(
-            "Postgres stores and caches need connections with autocommit=True: each "
-            "call runs its own transaction (e.g. ConnectionPool(dsn, "
-            'kwargs={"autocommit": True}), or psycopg.connect(dsn, autocommit=True)).'
-        )
+STORE_USERS = "Postgres stores"
+"""Who needs autocommit connections, in ``require_autocommit``'s refusal."""
 
 
 MIGRATIONS: tuple[str, ...] = (

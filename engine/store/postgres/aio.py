@@ -14,9 +14,10 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from psycopg import AsyncConnection, AsyncCursor
-from psycopg.rows import TupleRow, tuple_row
+from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
+from engine._internal._postgres import aopen_pool, atransaction_cursor
 from engine.store._ops import GetPlan, ListPlan, Plan, PutPlan, SearchPlan, prepare_ops
 from engine.store.base import BaseStore, Item, Op, Result, SearchItem, TTLConfig
 from engine.store.postgres import _sql
@@ -68,38 +69,15 @@ class AsyncPostgresStore(BaseStore):
         max_size: int = 10,
     ) -> AsyncIterator[AsyncPostgresStore]:
         """A store on a new async connection pool, closed when the block exits."""
-        pool: AsyncConnectionPool[AsyncConnection[TupleRow]] = AsyncConnectionPool(
-            conn_string,
-            min_size=1,
-            max_size=max_size,
-            kwargs={"autocommit": True},
-            open=False,
-            name="engine-store-async",
-        )
-        await pool.open(wait=True, timeout=_sql.POOL_OPEN_TIMEOUT)
-        try:
+        async with aopen_pool(
+            conn_string, max_size=max_size, name="engine-store-async"
+        ) as pool:
             yield cls(pool, ttl=ttl)
-        finally:
-            await pool.close()
 
     @asynccontextmanager
     async def _cursor(self) -> AsyncIterator[AsyncCursor[TupleRow]]:
-        if isinstance(self.conn, AsyncConnectionPool):
-            async with self.conn.connection() as conn:
-                _sql.require_autocommit(conn.autocommit)
-                async with (
-                    conn.transaction(),
-                    conn.cursor(row_factory=tuple_row) as cur,
-                ):
-                    yield cur
-        else:
-            async with self.lock:
-                _sql.require_autocommit(self.conn.autocommit)
-                async with (
-                    self.conn.transaction(),
-                    self.conn.cursor(row_factory=tuple_row) as cur,
-                ):
-                    yield cur
+        async with atransaction_cursor(self.conn, self.lock, _sql.STORE_USERS) as cur:
+            yield cur
 
     async def setup(self) -> None:
         """Create or upgrade the tables (idempotent; safe to run concurrently)."""
