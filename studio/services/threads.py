@@ -124,14 +124,19 @@ def list_threads(
 
 
 def _row(thread: Thread) -> ThreadRow:
-    return ThreadRow(
-        thread_id=thread.thread_id,
-        graph=thread.graph,
-        status=thread.display_status,
-        owner=thread.owner.get_username() if thread.owner else "",
-        created_at=thread.created_at,
-        updated_at=thread.updated_at,
-    )
+    return ThreadRow(**_shown(thread))
+
+
+def _shown(thread: Thread) -> dict[str, Any]:
+    """What a thread's list row and its page header both show."""
+    return {
+        "thread_id": thread.thread_id,
+        "graph": thread.graph,
+        "status": thread.display_status,
+        "owner": thread.owner.get_username() if thread.owner else "",
+        "created_at": thread.created_at,
+        "updated_at": thread.updated_at,
+    }
 
 
 # -- one thread -------------------------------------------------------------------------
@@ -214,15 +219,7 @@ def _summary(thread: Thread) -> ThreadSummary:
         .values_list("run_id", flat=True)
         .first()
     )
-    return ThreadSummary(
-        thread_id=thread.thread_id,
-        graph=thread.graph,
-        status=thread.display_status,
-        owner=thread.owner.get_username() if thread.owner else "",
-        created_at=thread.created_at,
-        updated_at=thread.updated_at,
-        active_run=active or "",
-    )
+    return ThreadSummary(**_shown(thread), active_run=active or "")
 
 
 def _timeline(

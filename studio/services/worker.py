@@ -45,6 +45,15 @@ class _Cancelled(Exception):
         self.action = action
 
 
+def _raise_if_cancelled(run: Run) -> None:
+    """Raise ``_Cancelled`` when someone asked to cancel ``run`` (read fresh)."""
+    action = (
+        Run.objects.filter(pk=run.pk).values_list("cancel_requested", flat=True).first()
+    )
+    if action:
+        raise _Cancelled(action)
+
+
 def settle_thread(thread_id: str) -> None:
     """Set a thread's status from its runs and its last run's outcome."""
     now = timezone.now()
@@ -263,23 +272,11 @@ class Worker:
                     writer.add(*record)
                 if time.monotonic() - last_check > CANCEL_CHECK_SECONDS:
                     last_check = time.monotonic()
-                    action = (
-                        Run.objects.filter(pk=run.pk)
-                        .values_list("cancel_requested", flat=True)
-                        .first()
-                    )
-                    if action:
-                        raise _Cancelled(action)
+                    _raise_if_cancelled(run)
         finally:
             stream.close()
             writer.flush()
-        action = (
-            Run.objects.filter(pk=run.pk)
-            .values_list("cancel_requested", flat=True)
-            .first()
-        )
-        if action:
-            raise _Cancelled(action)
+        _raise_if_cancelled(run)
         return outcome
 
 
