@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
+from engine._internal._numbers import is_positive_number
 from engine.cache.base import FullKey, InvalidCacheKeyError, Namespace
 from engine.checkpoint.serde.base import SerializerProtocol
 
@@ -65,12 +65,7 @@ def check_ttl(ttl: object) -> float | None:
     """A TTL in seconds: ``None`` or a positive finite number."""
     if ttl is None:
         return None
-    if (
-        isinstance(ttl, bool)
-        or not isinstance(ttl, (int, float))
-        or not math.isfinite(ttl)
-        or ttl <= 0
-    ):
+    if not is_positive_number(ttl):
         raise InvalidCacheKeyError(
             f"A cache ttl must be a positive number of seconds or None, got {ttl!r}."
         )

@@ -14,6 +14,7 @@ from typing import Any, Literal, NamedTuple
 
 import orjson
 
+from engine._internal._numbers import is_positive_number
 from engine.checkpoint.serde.jsonplus import TAG, JsonPlusSerializer
 from engine.errors import SerializationError
 from engine.store.base import (
@@ -321,12 +322,7 @@ def _index(index: object) -> None:
 def _ttl(ttl: object) -> float | None:
     if ttl is None:
         return None
-    if (
-        isinstance(ttl, bool)
-        or not isinstance(ttl, (int, float))
-        or not math.isfinite(ttl)
-        or ttl <= 0
-    ):
+    if not is_positive_number(ttl):
         raise InvalidStoreInputError(
             f"ttl must be a positive number of minutes or None, got {ttl!r}."
         )
