@@ -64,14 +64,7 @@ def replay(user: Any, thread_id: str, checkpoint_id: str) -> ReplayOutcome:
     thread = visible_thread(user, thread_id)
     saved = ThreadHistory(thread).saved(checkpoint_id)
     _refuse_if_busy(thread)
-    run = start_run(
-        graph=thread.graph,
-        user=user,
-        thread_id=thread.thread_id,
-        input=None,
-        checkpoint_id=checkpoint_id,
-        strategy=Run.Strategy.REJECT,
-    )
+    run = _run_from(user, thread, checkpoint_id)
     step = int((saved.metadata or {}).get("step", -1))
     AuditEntry.objects.create(
         actor=user,
@@ -154,19 +147,24 @@ def fork(
     Thread.objects.filter(pk=thread.pk).update(has_state=True)
     run_id = ""
     if run:
-        queued = start_run(
-            graph=thread.graph,
-            user=user,
-            thread_id=thread.thread_id,
-            input=None,
-            checkpoint_id=new_id,
-            strategy=Run.Strategy.REJECT,
-        )
-        run_id = queued.run_id
+        run_id = _run_from(user, thread, new_id).run_id
     return ForkOutcome(form=form, checkpoint_id=new_id, run_id=run_id)
 
 
 # -- helpers ------------------------------------------------------------------------------
+
+
+def _run_from(user: Any, thread: Thread, checkpoint_id: str) -> Run:
+    """Queue a run of the thread that resumes from ``checkpoint_id`` (no input);
+    refused while another run of the thread is pending or running."""
+    return start_run(
+        graph=thread.graph,
+        user=user,
+        thread_id=thread.thread_id,
+        input=None,
+        checkpoint_id=checkpoint_id,
+        strategy=Run.Strategy.REJECT,
+    )
 
 
 def _form(
