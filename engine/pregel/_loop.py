@@ -354,16 +354,7 @@ class PregelLoop:
                 if input is None
                 else f"Received empty input {input!r}"
             )
-        discarded = prepare_next_tasks(
-            self.checkpoint,
-            graph.nodes,
-            self.channels,
-            self.step,
-            checkpoint_ns=self.checkpoint_ns,
-            updated_channels=self.updated_channels,
-            trigger_to_nodes=graph.trigger_to_nodes,
-            for_execution=False,
-        )
+        discarded = self._plan(self.checkpoint, self.step, for_execution=False)
         self.checkpoint_pending_writes = []
         self.updated_channels = self._apply(
             [*discarded.values(), PregelTaskWrites((), INPUT, input_writes, ())]
@@ -481,12 +472,27 @@ class PregelLoop:
 
     # -- steps -------------------------------------------------------------------
 
+    def _plan(
+        self, checkpoint: Checkpoint, step: int, *, for_execution: bool = True
+    ) -> dict[str, PregelExecutableTask]:
+        """The tasks of ``step`` after ``checkpoint``, planned from the channels the
+        last step updated (``for_execution=False``: to show, not to run)."""
+        return prepare_next_tasks(
+            checkpoint,
+            self.graph.nodes,
+            self.channels,
+            step,
+            checkpoint_ns=self.checkpoint_ns,
+            updated_channels=self.updated_channels,
+            trigger_to_nodes=self.graph.trigger_to_nodes,
+            for_execution=for_execution,
+        )
+
     def tick(self) -> bool:
         """Plan the next step. False when the run is over (done or out of steps)."""
         if self.step > self.stop:
             self.status = "out_of_steps"
             return False
-        graph = self.graph
         planned, self._planned = self._planned, None
         if planned is not None and self._planned_for == (
             self.checkpoint["id"],
@@ -494,15 +500,7 @@ class PregelLoop:
         ):
             self.tasks = planned
         else:
-            self.tasks = prepare_next_tasks(
-                self.checkpoint,
-                graph.nodes,
-                self.channels,
-                self.step,
-                checkpoint_ns=self.checkpoint_ns,
-                updated_channels=self.updated_channels,
-                trigger_to_nodes=graph.trigger_to_nodes,
-            )
+            self.tasks = self._plan(self.checkpoint, self.step)
         if not self._emitted_checkpoint and self.checkpointer is not None:
             self._emit_checkpoint()
         self._emitted_checkpoint = True
@@ -955,16 +953,7 @@ class PregelLoop:
             self.status = "interrupt_after"
             self._mark_breakpoint()
             if self.checkpointer is not None:
-                self.tasks = prepare_next_tasks(
-                    self.checkpoint,
-                    self.graph.nodes,
-                    self.channels,
-                    self.step,
-                    checkpoint_ns=self.checkpoint_ns,
-                    updated_channels=self.updated_channels,
-                    trigger_to_nodes=self.graph.trigger_to_nodes,
-                    for_execution=False,
-                )
+                self.tasks = self._plan(self.checkpoint, self.step, for_execution=False)
                 self._emitted_checkpoint = False
                 self._emit_checkpoint()
                 self._emitted_checkpoint = True
@@ -1080,15 +1069,7 @@ class PregelLoop:
             metadata["writes"] = writes
         # Plan the next step now (the tick reuses it) so the checkpoint can say
         # which nodes run next: history reads that without re-planning.
-        self._planned = prepare_next_tasks(
-            checkpoint,
-            self.graph.nodes,
-            self.channels,
-            self.step + 1,
-            checkpoint_ns=self.checkpoint_ns,
-            updated_channels=self.updated_channels,
-            trigger_to_nodes=self.graph.trigger_to_nodes,
-        )
+        self._planned = self._plan(checkpoint, self.step + 1)
         self._planned_for = (checkpoint["id"], self.step + 1)
         metadata["next"] = [task.name for task in self._planned.values()]
         self.checkpoint_metadata = metadata  # type: ignore[assignment]
