@@ -47,7 +47,12 @@ from benchmarks._harness import (
     verdict,
     version_line,
 )
-from benchmarks.engine_core import Runner, build_fanout, build_loop, make_items
+from benchmarks.engine_core import (
+    Runner,
+    build_fanout,
+    build_loop,
+    loop_run,
+)
 
 LOOP_STEPS = 200
 FANOUT_TASKS = 200
@@ -267,16 +272,7 @@ def loop_prep(kind: str, steps: int, items: int = 0) -> Callable[[Lib], Preparer
         @contextmanager
         def prepare() -> Iterator[RunFn]:
             with backend(lib, kind) as (saver, _size):
-                runner = Runner(lib, build_loop(lib), saver, recursion_limit=steps + 10)
-                inp: dict[str, Any] = {"n": 0, "limit": steps}
-                if items:
-                    inp["items"] = make_items(items)
-
-                def run() -> None:
-                    out = runner.invoke(inp)
-                    assert out["n"] == steps, out
-
-                yield run
+                yield loop_run(lib, saver, steps, items)
 
         return prepare
 

@@ -191,19 +191,24 @@ def chain_prep(lib: Lib, saver: bool) -> Preparer:
     return prepare
 
 
+def loop_run(lib: Lib, saver: Any, steps: int, items: int = 0) -> RunFn:
+    """One run of the counter loop: ``steps`` steps, over ``items`` untouched items."""
+    runner = Runner(lib, build_loop(lib), saver, recursion_limit=steps + 10)
+    inp: dict[str, Any] = {"n": 0, "limit": steps}
+    if items:
+        inp["items"] = make_items(items)
+
+    def run() -> None:
+        out = runner.invoke(inp)
+        assert out["n"] == steps, out
+
+    return run
+
+
 def loop_prep(lib: Lib, saver: bool, steps: int, items: int = 0) -> Preparer:
     @contextmanager
     def prepare() -> Iterator[RunFn]:
-        runner = Runner(lib, build_loop(lib), saver, recursion_limit=steps + 10)
-        inp: dict[str, Any] = {"n": 0, "limit": steps}
-        if items:
-            inp["items"] = make_items(items)
-
-        def run() -> None:
-            out = runner.invoke(inp)
-            assert out["n"] == steps, out
-
-        yield run
+        yield loop_run(lib, saver, steps, items)
 
     return prepare
 
