@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import Any, TypeVar
 
 RunFn = Callable[[], object]
 Preparer = Callable[[], AbstractContextManager[RunFn]]
@@ -164,13 +164,20 @@ def measure(
         for _ in range(warmup):
             for _label, run in runs:
                 run()
-        for rnd in range(repeat):
-            for label, run in runs if rnd % 2 == 0 else runs[::-1]:
-                stats[label].times.append(timed(run))
-        for rnd in range(mem_repeat):
-            for label, run in runs if rnd % 2 == 0 else runs[::-1]:
-                stats[label].peaks.append(traced_peak(run))
+        for label, run in _rounds(runs, repeat):
+            stats[label].times.append(timed(run))
+        for label, run in _rounds(runs, mem_repeat):
+            stats[label].peaks.append(traced_peak(run))
     return stats
+
+
+R = TypeVar("R")
+
+
+def _rounds(runs: Sequence[tuple[str, R]], rounds: int) -> Iterator[tuple[str, R]]:
+    """``rounds`` rounds over ``runs``, the order flipped every other round."""
+    for rnd in range(rounds):
+        yield from (runs if rnd % 2 == 0 else runs[::-1])
 
 
 def sample(
@@ -188,10 +195,9 @@ def sample(
         for _ in range(warmup):
             for _label, run in runs:
                 run()
-        for rnd in range(repeat):
-            for label, run in runs if rnd % 2 == 0 else runs[::-1]:
-                gc.collect()
-                values[label].append(run())
+        for label, run in _rounds(runs, repeat):
+            gc.collect()
+            values[label].append(run())
     return {label: statistics.median(v) for label, v in values.items()}
 
 
