@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import random
 import sqlite3
 
 import orjson
@@ -274,3 +275,91 @@ def test_rows_written_before_v2_read_the_same(sql_spec: SaverSpec) -> None:
         save_chain(upgraded, "t3", 2)  # new rows beside old ones
         assert upgraded.stored_bytes("t2") > sizes["t2"]  # v1's layout is bigger
     assert _versions(sql_spec) == _all_versions(sql_spec)
+
+
+def _secondary_checkpoint_indexes(spec: SaverSpec) -> set[str]:
+    if spec.kind == "sqlite":
+        rows = spec.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' "
+            "AND tbl_name = 'engine_checkpoints' AND sql IS NOT NULL"
+        )
+    else:
+        rows = spec.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'engine_checkpoints' "
+            "AND indexname <> 'engine_checkpoints_pkey'"
+        )
+    return {row[0] for row in rows}
+
+
+def test_the_secondary_checkpoint_indexes_are_dropped_and_reads_stay_alike(
+    sql_spec: SaverSpec,
+) -> None:
+    """Postgres v3 / SQLite v2 drop the (thread_id, checkpoint_id) and
+    (checkpoint_id) indexes: a database that still has them is upgraded, and
+    every kind of list (one namespace, all namespaces of a thread, all threads)
+    reads what it read before."""
+    with sql_spec.open() as saver:
+        _history(saver)
+        by_thread = list(saver.list({"configurable": {"thread_id": "t2"}}))
+        everything = list(saver.list(None))
+        page = list(saver.list(None, before=everything[2].config, limit=3))
+    last = len(_all_versions(sql_spec)) - 1
+    spec_indexes = (
+        "CREATE INDEX engine_checkpoints_thread_idx "
+        "ON engine_checkpoints (thread_id, checkpoint_id)",
+        "CREATE INDEX engine_checkpoints_id_idx ON engine_checkpoints (checkpoint_id)",
+    )
+    for statement in spec_indexes:
+        sql_spec.execute(statement)
+    sql_spec.execute("DELETE FROM engine_checkpoint_migrations WHERE v = %s", (last,))
+    assert len(_secondary_checkpoint_indexes(sql_spec)) == 2
+
+    with sql_spec.open() as upgraded:
+        assert _secondary_checkpoint_indexes(sql_spec) == set()
+        assert list(upgraded.list({"configurable": {"thread_id": "t2"}})) == by_thread
+        assert list(upgraded.list(None)) == everything
+        assert list(upgraded.list(None, before=everything[2].config, limit=3)) == page
+    assert _versions(sql_spec) == _all_versions(sql_spec)
+
+
+def test_postgres_keeps_values_and_writes_in_their_row(saver_spec: SaverSpec) -> None:
+    """v3: values and writes are compressed in place up to a page (STORAGE MAIN),
+    so a chain's full value does not go to the TOAST table; bigger ones still do."""
+    if saver_spec.kind != "postgres":
+        pytest.skip("a Postgres storage setting")
+    with saver_spec.open() as saver:
+        rng = random.Random(7)
+        # ~10 KB that compresses to ~2.6 KB: over the 2 KB at which Postgres moves
+        # a compressed value out of line by default, within a page
+        words = " ".join(f"word{rng.randrange(97)}" for _ in range(1500))
+        noise = rng.randbytes(40_000)  # does not shrink: too big to keep in place
+        checkpoint = make_checkpoint({"doc": words, "raw": noise})
+        saver.put(
+            make_config("t1"),
+            checkpoint,
+            make_metadata(),
+            checkpoint["channel_versions"],
+        )
+        assert saver.get_tuple(make_config("t1")).checkpoint["channel_values"] == {
+            "doc": words,
+            "raw": noise,
+        }
+    storage = saver_spec.execute(
+        "SELECT a.attname, a.attstorage FROM pg_attribute a "
+        "WHERE a.attrelid = 'engine_checkpoint_blobs'::regclass AND a.attnum > 0 "
+        "AND NOT a.attisdropped AND a.attlen = -1"
+    )
+    assert {mode for _name, mode in storage} == {"m"}
+    compressed = saver_spec.execute(
+        "SELECT channel, pg_column_size(blob) < octet_length(blob) "
+        "FROM engine_checkpoint_blobs ORDER BY channel"
+    )
+    assert compressed == [("doc", True), ("raw", False)]
+    ((toast,),) = saver_spec.execute(
+        "SELECT reltoastrelid::regclass::text FROM pg_class "
+        "WHERE relname = 'engine_checkpoint_blobs'"
+    )
+    ((out_of_line,),) = saver_spec.execute(
+        f"SELECT count(DISTINCT chunk_id) FROM {toast}"
+    )
+    assert out_of_line == 1  # "raw" only

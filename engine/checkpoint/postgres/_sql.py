@@ -32,6 +32,10 @@ engine's form, and columns holding their usual value are NULL (no space). SQL
 reads the time as ``COALESCE(ts, to_char(created_at AT TIME ZONE 'UTC', ...))``
 (``DIALECT.ts``) and a version as
 ``checkpoint->'V'->>((checkpoint->'cv'->>'channel')::int)``.
+
+Since v3 the checkpoints table has its primary key only, and values and pending
+writes stay in their row, compressed, up to a page (``STORAGE MAIN``): only
+what does not fit a page goes to the TOAST table.
 """
 
 from __future__ import annotations
@@ -171,6 +175,50 @@ MIGRATIONS: list[tuple[str, ...]] = [
         "ALTER COLUMN chain_bytes DROP NOT NULL, "
         "ALTER COLUMN chain_bytes DROP DEFAULT, "
         "ALTER COLUMN root_bytes DROP NOT NULL, ALTER COLUMN root_bytes DROP DEFAULT",
+    ),
+    # v3: less on disk per step. (1) The two secondary indexes on checkpoints go:
+    # every query of a thread (its history, its head, one checkpoint, retention)
+    # walks the primary key (thread_id, checkpoint_ns, checkpoint_id), and a
+    # thread's history over all its namespaces is that key's thread prefix, sorted.
+    # Only a list across all threads (no thread_id) now reads the whole table; it
+    # is an administrator's query, not a run's. (2) Values and pending writes are
+    # kept in their row, compressed, up to a page (STORAGE MAIN): a value over
+    # ~2 KB is compressed as before, and goes to the TOAST table only when it
+    # still does not fit a page, instead of always. A delta chain's full value,
+    # read with its deltas, is then in the same heap as they are, and the TOAST
+    # table (with its index and free-space map) stays empty for most threads.
+    # Rows written before keep their layout and read the same.
+    (
+        "DROP INDEX IF EXISTS engine_checkpoints_thread_idx",
+        "DROP INDEX IF EXISTS engine_checkpoints_id_idx",
+        "ALTER TABLE engine_checkpoint_blobs "
+        + ", ".join(
+            f"ALTER COLUMN {column} SET STORAGE MAIN"
+            for column in (
+                "thread_id",
+                "checkpoint_ns",
+                "channel",
+                "version",
+                "kind",
+                "type",
+                "blob",
+                "base_version",
+            )
+        ),
+        "ALTER TABLE engine_checkpoint_writes "
+        + ", ".join(
+            f"ALTER COLUMN {column} SET STORAGE MAIN"
+            for column in (
+                "thread_id",
+                "checkpoint_ns",
+                "checkpoint_id",
+                "task_id",
+                "channel",
+                "type",
+                "blob",
+                "task_path",
+            )
+        ),
     ),
 ]
 

@@ -87,6 +87,13 @@ MIGRATIONS: list[tuple[str, ...]] = [
     # decoding checkpoints; rows written from now on keep it out of the
     # checkpoint payload (older rows keep it there and leave the column NULL).
     ("ALTER TABLE engine_checkpoints ADD COLUMN ts TEXT",),
+    # v2: the two secondary indexes on checkpoints go (as in Postgres' v3): every
+    # query of a thread walks the primary key; only a list across all threads
+    # (no thread_id) now reads the whole table.
+    (
+        "DROP INDEX IF EXISTS engine_checkpoints_thread_idx",
+        "DROP INDEX IF EXISTS engine_checkpoints_id_idx",
+    ),
 ]
 
 
