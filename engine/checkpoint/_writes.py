@@ -15,11 +15,17 @@ A packed entry (type ``WRITES_TAG``, channel ``""``) is one header line of JSON,
 is ``json``), then the items' payloads back to back, exactly as the serializer
 made them; with the default serializer the whole entry is readable text.
 Entries stored one per write (before packing) read the same.
+
+The SQL savers keep the regular writes that ``put_step`` saves together with the
+step's checkpoint in that checkpoint's row (``parent_writes``: they belong to its
+parent) rather than in a row of their own: ``pack_task_writes`` puts the tasks'
+packed entries side by side, after a header line ``[[task_id, task_path, size],
+...]``. See ``engine.checkpoint._sqlcore.writes``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -34,7 +40,9 @@ __all__ = (
     "WriteEntry",
     "encode_task_writes",
     "is_packed",
+    "pack_task_writes",
     "pack_writes",
+    "unpack_task_writes",
     "unpack_writes",
 )
 
@@ -85,29 +93,68 @@ def is_packed(channel: str, tag: str) -> bool:
 
 def unpack_writes(payload: bytes, what: str = "writes") -> list[tuple[str, str, bytes]]:
     """The ``(channel, type, payload)`` items of a packed entry."""
+
+    def item(fields: Any) -> tuple[tuple[str, str], int]:
+        channel, size = fields[0], fields[1]
+        tag = fields[2] if len(fields) > 2 else "json"
+        if type(channel) is not str or type(tag) is not str:
+            raise ValueError(f"bad item {fields!r}")
+        return (channel, tag), size
+
+    return [
+        (channel, tag, part)
+        for (channel, tag), part in _unframe(payload, item, what, "packed writes")
+    ]
+
+
+def pack_task_writes(tasks: Sequence[tuple[str, str, bytes]]) -> bytes:
+    """Several tasks' packed regular writes, ``(task_id, task_path, entry)``, as
+    one value (see the module doc)."""
+    header = [[task_id, path, len(entry)] for task_id, path, entry in tasks]
+    return b"".join([orjson.dumps(header), b"\n", *(entry for _, _, entry in tasks)])
+
+
+def unpack_task_writes(
+    payload: bytes, what: str = "writes"
+) -> list[tuple[str, str, bytes]]:
+    """The ``(task_id, task_path, entry)`` of a ``pack_task_writes`` value."""
+
+    def task(fields: Any) -> tuple[tuple[str, str], int]:
+        task_id, path, size = fields
+        if type(task_id) is not str or type(path) is not str:
+            raise ValueError(f"bad task {fields!r}")
+        return (task_id, path), size
+
+    return [
+        (task_id, path, entry)
+        for (task_id, path), entry in _unframe(payload, task, what, "tasks' writes")
+    ]
+
+
+def _unframe(
+    payload: bytes,
+    parse: Callable[[Any], tuple[tuple[str, str], int]],
+    what: str,
+    form: str,
+) -> list[tuple[tuple[str, str], bytes]]:
+    """The parts of a value made of a JSON header line, one entry per part
+    (``parse`` gives its fields and size), then the parts back to back."""
     try:
         end = payload.index(b"\n")
         header = orjson.loads(payload[:end])
-        items: list[tuple[str, str, bytes]] = []
+        parts: list[tuple[tuple[str, str], bytes]] = []
         at = end + 1
-        for item in header:
-            channel, size = item[0], item[1]
-            tag = item[2] if len(item) > 2 else "json"
-            if (
-                type(channel) is not str
-                or type(size) is not int
-                or type(tag) is not str
-                or size < 0
-                or at + size > len(payload)
-            ):
-                raise ValueError(f"bad item {item!r}")
-            items.append((channel, tag, bytes(payload[at : at + size])))
+        for entry in header:
+            fields, size = parse(entry)
+            if type(size) is not int or size < 0 or at + size > len(payload):
+                raise ValueError(f"bad size in {entry!r}")
+            parts.append((fields, bytes(payload[at : at + size])))
             at += size
         if at != len(payload):
             raise ValueError(f"{len(payload) - at} bytes left over")
     except (ValueError, TypeError, IndexError, orjson.JSONDecodeError) as exc:
         raise SerializationError(
             f"Stored {what} is corrupt and cannot be read "
-            f"(packed writes, {len(payload)} bytes): {exc}"
+            f"({form}, {len(payload)} bytes): {exc}"
         ) from exc
-    return items
+    return parts

@@ -143,3 +143,33 @@ def save_chain(
         configs.append(stored)
         parent = checkpoint["id"]
     return configs
+
+
+def save_steps(saver: BaseCheckpointSaver, thread_id: str, steps: int) -> list[str]:
+    """A loop saved as the engine saves it: each step's writes with the next
+    checkpoint (a fenced ``put_step``); the checkpoint ids, oldest first.
+
+    Channel ``n`` holds the step number, ``log`` (a list grown as a delta) every
+    step so far; step ``k``'s task is ``task-k`` and writes both."""
+    checkpoint = make_checkpoint({"n": 0, "log": []})
+    config = saver.put(
+        fenced(make_config(thread_id), None),
+        checkpoint,
+        make_metadata(),
+        checkpoint["channel_versions"],
+    )
+    ids = [checkpoint["id"]]
+    for step in range(steps):
+        parent = checkpoint["id"]
+        checkpoint, changed = next_checkpoint(
+            checkpoint, {"n": step + 1}, append={"log": [step]}, step=step
+        )
+        config = saver.put_step(
+            fenced(config, parent),
+            [(f"task-{step}", "~pull, a", [("n", step + 1), ("log", [step])])],
+            checkpoint,
+            make_metadata(step, "loop"),
+            changed,
+        )
+        ids.append(checkpoint["id"])
+    return ids

@@ -11,7 +11,12 @@ import psycopg
 import pytest
 
 from engine.checkpoint._blobs import unpack_structure
-from engine.checkpoint._writes import WRITES_CHANNEL, WRITES_TAG, unpack_writes
+from engine.checkpoint._writes import (
+    WRITES_CHANNEL,
+    WRITES_TAG,
+    unpack_task_writes,
+    unpack_writes,
+)
 from engine.checkpoint.base import BaseCheckpointSaver
 from engine.checkpoint.postgres import migrate as pg_migrate
 from engine.checkpoint.postgres._sql import DIALECT as PG_DIALECT
@@ -19,11 +24,13 @@ from engine.checkpoint.postgres._sql import MIGRATIONS as PG_MIGRATIONS
 from engine.checkpoint.sqlite import migrate as sqlite_migrate
 from engine.checkpoint.sqlite._sql import MIGRATIONS as SQLITE_MIGRATIONS
 from tests._support.builders import (
+    fenced,
     make_checkpoint,
     make_config,
     make_metadata,
     next_checkpoint,
     save_chain,
+    save_steps,
 )
 from tests._support.savers import SaverSpec
 from tests._support.workers import run_setup
@@ -102,11 +109,42 @@ def test_using_a_saver_before_setup_says_to_call_setup(sql_spec: SaverSpec) -> N
             save_chain(saver, "t1", 1)
 
 
+_OLD_INDEXES = (
+    "CREATE INDEX engine_checkpoints_thread_idx "
+    "ON engine_checkpoints (thread_id, checkpoint_id)",
+    "CREATE INDEX engine_checkpoints_id_idx ON engine_checkpoints (checkpoint_id)",
+)
+
+
+def _downgrade_before_parent_writes(spec: SaverSpec) -> None:
+    """Put the rows back in the layout before Postgres v3 / SQLite v2: writes
+    kept in a child's row become rows of engine_checkpoint_writes, the column
+    goes, the two secondary checkpoint indexes come back."""
+    for thread_id, ns, parent_id, payload in spec.execute(
+        "SELECT thread_id, checkpoint_ns, parent_checkpoint_id, parent_writes "
+        "FROM engine_checkpoints WHERE parent_writes IS NOT NULL"
+    ):
+        for task_id, path, entry in unpack_task_writes(bytes(payload)):
+            spec.execute(
+                "INSERT INTO engine_checkpoint_writes (thread_id, checkpoint_ns, "
+                "checkpoint_id, task_id, idx, channel, type, blob, task_path) "
+                "VALUES (%s, %s, %s, %s, 0, %s, %s, %s, %s)",
+                (thread_id, ns, parent_id, task_id, WRITES_CHANNEL, WRITES_TAG)
+                + (entry, path),
+            )
+    spec.execute("ALTER TABLE engine_checkpoints DROP COLUMN parent_writes")
+    for statement in _OLD_INDEXES:
+        spec.execute(statement)
+    last = len(_all_versions(spec)) - 1
+    spec.execute("DELETE FROM engine_checkpoint_migrations WHERE v = %s", (last,))
+
+
 def _downgrade_to_v1(spec: SaverSpec) -> None:
     """Put the rows back in v1's layout, as a database written before v2 has
     them: checkpoint structures stored whole (not packed), one row per pending
     write, and on Postgres the creation time as text and every type, kind and
     chain column filled in (then v2's schema changes undone)."""
+    _downgrade_before_parent_writes(spec)
     pg = spec.kind == "postgres"
     text = "checkpoint::text" if pg else "CAST(checkpoint AS TEXT)"
     cast = "%s::json" if pg else "%s"
@@ -291,34 +329,51 @@ def _secondary_checkpoint_indexes(spec: SaverSpec) -> set[str]:
     return {row[0] for row in rows}
 
 
-def test_the_secondary_checkpoint_indexes_are_dropped_and_reads_stay_alike(
-    sql_spec: SaverSpec,
-) -> None:
-    """Postgres v3 / SQLite v2 drop the (thread_id, checkpoint_id) and
-    (checkpoint_id) indexes: a database that still has them is upgraded, and
-    every kind of list (one namespace, all namespaces of a thread, all threads)
-    reads what it read before."""
+def test_rows_written_before_parent_writes_read_the_same(sql_spec: SaverSpec) -> None:
+    """Postgres v3 / SQLite v2 keep a step's writes in the next checkpoint's row
+    and drop the (thread_id, checkpoint_id) and (checkpoint_id) indexes: a
+    database in the layout before is upgraded, and every kind of read (one
+    checkpoint, one namespace, all namespaces of a thread, all threads, retention)
+    gives what it gave before."""
     with sql_spec.open() as saver:
         _history(saver)
+        ids = save_steps(saver, "t3", 4)
+        assert sql_spec.execute(
+            "SELECT count(*) FROM engine_checkpoints WHERE parent_writes IS NOT NULL"
+        ) == [(4,)]
         by_thread = list(saver.list({"configurable": {"thread_id": "t2"}}))
         everything = list(saver.list(None))
         page = list(saver.list(None, before=everything[2].config, limit=3))
-    last = len(_all_versions(sql_spec)) - 1
-    spec_indexes = (
-        "CREATE INDEX engine_checkpoints_thread_idx "
-        "ON engine_checkpoints (thread_id, checkpoint_id)",
-        "CREATE INDEX engine_checkpoints_id_idx ON engine_checkpoints (checkpoint_id)",
-    )
-    for statement in spec_indexes:
-        sql_spec.execute(statement)
-    sql_spec.execute("DELETE FROM engine_checkpoint_migrations WHERE v = %s", (last,))
+        sizes = {t: saver.stored_bytes(t) for t in ("t1", "t2")}
+    _downgrade_before_parent_writes(sql_spec)
     assert len(_secondary_checkpoint_indexes(sql_spec)) == 2
+    assert sql_spec.execute(
+        "SELECT count(*) FROM engine_checkpoint_writes WHERE thread_id = 't3'"
+    ) == [(4,)]
 
     with sql_spec.open() as upgraded:
         assert _secondary_checkpoint_indexes(sql_spec) == set()
         assert list(upgraded.list({"configurable": {"thread_id": "t2"}})) == by_thread
         assert list(upgraded.list(None)) == everything
         assert list(upgraded.list(None, before=everything[2].config, limit=3)) == page
+        # (t3's count differs: a writes row's task id and path are keys, not payload)
+        assert {t: upgraded.stored_bytes(t) for t in ("t1", "t2")} == sizes
+        # new steps beside the old rows keep their writes in row again
+        config = make_config("t3", ids[-1])
+        latest = upgraded.get_tuple(config)
+        assert latest is not None
+        second, changed = next_checkpoint(latest.checkpoint, {"n": 99}, step=9)
+        upgraded.put_step(
+            fenced(config, ids[-1]),
+            [("task-9", "~pull, a", [("n", 99)])],
+            second,
+            make_metadata(9, "loop"),
+            changed,
+        )
+        assert upgraded.get_tuple(config).pending_writes == [("task-9", "n", 99)]
+    assert sql_spec.execute(
+        "SELECT count(*) FROM engine_checkpoints WHERE parent_writes IS NOT NULL"
+    ) == [(1,)]
     assert _versions(sql_spec) == _all_versions(sql_spec)
 
 

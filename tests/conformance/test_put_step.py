@@ -12,6 +12,7 @@ from tests._support.builders import (
     make_config,
     make_metadata,
     next_checkpoint,
+    save_steps,
 )
 
 
@@ -120,3 +121,86 @@ async def test_aput_step_matches_put_step(asaver) -> None:
     child = await asaver.aget_tuple(stored)
     assert parent.pending_writes == [("task-a", "n", 1)]
     assert child.checkpoint["channel_values"] == {"n": 1}
+
+
+# -- a step's writes kept with the checkpoint that follows them ----------------------
+# (the SQL savers store them in that checkpoint's row; every saver reads the same)
+
+
+def _pending(saver: BaseCheckpointSaver, thread_id: str, checkpoint_id: str):
+    loaded = saver.get_tuple(make_config(thread_id, checkpoint_id))
+    assert loaded is not None
+    return loaded.pending_writes
+
+
+def test_each_checkpoint_of_a_loop_reads_the_writes_of_its_step(saver) -> None:
+    ids = save_steps(saver, "t1", 4)
+
+    for step, checkpoint_id in enumerate(ids[:-1]):
+        assert _pending(saver, "t1", checkpoint_id) == [
+            (f"task-{step}", "n", step + 1),
+            (f"task-{step}", "log", [step]),
+        ]
+    assert _pending(saver, "t1", ids[-1]) == []
+    history = {t.checkpoint["id"]: t.pending_writes for t in saver.list(make_config())}
+    assert [history[i] for i in ids] == [_pending(saver, "t1", i) for i in ids]
+
+
+def test_a_later_save_of_the_same_task_keeps_the_writes_of_the_step(saver) -> None:
+    ids = save_steps(saver, "t1", 2)
+
+    saver.put_writes(make_config("t1", ids[0]), [("n", 99)], "task-0", "~pull, a")
+    saver.put_writes(make_config("t1", ids[0]), [("n", 7)], "task-x", "~pull, b")
+
+    assert _pending(saver, "t1", ids[0]) == [
+        ("task-0", "n", 1),
+        ("task-0", "log", [0]),
+        ("task-x", "n", 7),
+    ]
+
+
+def test_pruning_keeps_the_writes_of_every_kept_checkpoint(saver) -> None:
+    """c0 -> c1 -> c2 -> c3, and a fork f of c1: pruning keeps c1 (a fork point),
+    c3 and f (branch heads). c1's writes were kept with c2, which goes; c3's
+    were c2's, whose checkpoint goes, so c3's new parent c1 must not get them."""
+    ids = save_steps(saver, "t1", 3)
+    c1 = saver.get_tuple(make_config("t1", ids[1]))
+    assert c1 is not None
+    fork, changed = next_checkpoint(c1.checkpoint, {"n": 50}, step=9)
+    saver.put(make_config("t1", ids[1]), fork, make_metadata(9, "fork"), changed)
+    before = {i: _pending(saver, "t1", i) for i in (ids[1], ids[3], fork["id"])}
+
+    saver.prune(["t1"])
+
+    kept = {t.checkpoint["id"]: t for t in saver.list(make_config())}
+    assert set(kept) == {ids[1], ids[3], fork["id"]}
+    assert {i: t.pending_writes for i, t in kept.items()} == before
+    assert before[ids[1]] == [("task-1", "n", 2), ("task-1", "log", [1])]
+    assert kept[ids[3]].parent_config["configurable"]["checkpoint_id"] == ids[1]
+
+
+def test_a_copied_thread_reads_the_writes_of_every_step(saver) -> None:
+    ids = save_steps(saver, "t1", 3)
+
+    saver.copy_thread("t1", "t2")
+
+    assert [_pending(saver, "t2", i) for i in ids] == [
+        _pending(saver, "t1", i) for i in ids
+    ]
+
+
+def test_a_checkpoint_saved_between_a_step_and_the_next_hides_no_writes(
+    saver,
+) -> None:
+    """Ids come from clocks: a checkpoint saved later by another process may sort
+    between a checkpoint and the one that followed it."""
+    ids = save_steps(saver, "t1", 2)
+    first = saver.get_tuple(make_config("t1", ids[0]))
+    assert first is not None
+    for n in range(3):
+        between, changed = next_checkpoint(first.checkpoint, {"n": 100 + n})
+        between["id"] = ids[0] + f"~{n}"  # sorts after ids[0], before ids[1]
+        assert ids[0] < between["id"] < ids[1]
+        saver.put(make_config("t1", ids[0]), between, make_metadata(9, "fork"), changed)
+
+    assert _pending(saver, "t1", ids[0]) == [("task-0", "n", 1), ("task-0", "log", [0])]

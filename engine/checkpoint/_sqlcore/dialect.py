@@ -10,7 +10,9 @@ Table layout (see the backends' ``_sql.py`` migrations):
   its values, id and creation time, its versions packed
   (``_blobs.pack_structure``), and the metadata, both as ``(type, payload)``
   from the serializer; the creation time in ``ts`` (on Postgres, since v2,
-  ``created_at``: see the ``ts`` fragment).
+  ``created_at``: see the ``ts`` fragment); and, in ``parent_writes``, the
+  regular writes of its parent's tasks that were saved with it (``put_step``),
+  packed by ``_writes.pack_task_writes``.
 * ``engine_checkpoint_blobs``: one row per (thread, namespace, channel,
   version): a full value, an append delta on a base version, or ``empty``.
 * ``engine_checkpoint_writes``: pending writes, per (checkpoint, task): its
@@ -69,8 +71,13 @@ _COLS_BLOB = (
 )
 _COLS_CHECKPOINT = (
     "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
-    "checkpoint_type, checkpoint, metadata_type, metadata, ts"
+    "checkpoint_type, checkpoint, metadata_type, metadata, ts, parent_writes"
 )
+CHILD_WINDOW = 8
+"""How many checkpoints after a checkpoint are searched for the child row that
+keeps its writes: the child was the very next one when stored; the window
+tolerates a few inserted in between later (ids from a skewed clock)."""
+
 _SELECT_CHECKPOINT = (
     "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, {payloads}, {ts}"
 )
@@ -112,12 +119,12 @@ _TEMPLATES: dict[str, str] = {
     ),
     "insert_checkpoint": (
         f"INSERT INTO engine_checkpoints ({_COLS_CHECKPOINT}) "
-        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
         "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
         "parent_checkpoint_id = excluded.parent_checkpoint_id, "
         "checkpoint_type = excluded.checkpoint_type, checkpoint = excluded.checkpoint, "
         "metadata_type = excluded.metadata_type, metadata = excluded.metadata, "
-        "ts = excluded.ts"
+        "ts = excluded.ts, parent_writes = excluded.parent_writes"
     ),
     "insert_write_keep": (
         "INSERT INTO engine_checkpoint_writes (thread_id, checkpoint_ns, "
@@ -172,16 +179,30 @@ _TEMPLATES: dict[str, str] = {
         "(SELECT thread_id, checkpoint_ns, channel, version FROM chain)"
     ),
     "writes_for_checkpoints": (
-        "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, channel, type, blob "
-        "FROM engine_checkpoint_writes "
-        "WHERE (thread_id, checkpoint_ns, checkpoint_id) IN ({keys3}) "
-        "ORDER BY thread_id, checkpoint_ns, checkpoint_id, task_path, task_id, idx"
+        "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, channel, type, blob, "
+        "task_path, idx FROM engine_checkpoint_writes "
+        "WHERE (thread_id, checkpoint_ns, checkpoint_id) IN ({keys3})"
+    ),
+    # A checkpoint's writes kept in its child's row (``put_step``): that child was
+    # the next checkpoint of the namespace when it was stored (its put was fenced
+    # on it), so it is found among the next few; at most one child carries them.
+    "child_writes_for_checkpoints": (
+        "WITH k (thread_id, checkpoint_ns, checkpoint_id) AS ({keys3}) "
+        "SELECT * FROM (SELECT k.thread_id, k.checkpoint_ns, k.checkpoint_id, "
+        "(SELECT s.parent_writes FROM (SELECT c.checkpoint_id, "
+        "c.parent_checkpoint_id, c.parent_writes FROM engine_checkpoints c "
+        "WHERE c.thread_id = k.thread_id AND c.checkpoint_ns = k.checkpoint_ns "
+        "AND c.checkpoint_id > k.checkpoint_id ORDER BY c.checkpoint_id "
+        f"LIMIT {CHILD_WINDOW}) s "
+        "WHERE s.parent_checkpoint_id = k.checkpoint_id "
+        "AND s.parent_writes IS NOT NULL ORDER BY s.checkpoint_id LIMIT 1) AS w "
+        "FROM k) x WHERE w IS NOT NULL"
     ),
     "thread_exists": ("SELECT 1 FROM engine_checkpoints WHERE thread_id = %s LIMIT 1"),
     "copy_checkpoints": (
         f"INSERT INTO engine_checkpoints ({_COLS_CHECKPOINT}) "
         "SELECT %s, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
-        "checkpoint_type, checkpoint, metadata_type, metadata, ts "
+        "checkpoint_type, checkpoint, metadata_type, metadata, ts, parent_writes "
         "FROM engine_checkpoints WHERE thread_id = %s"
     ),
     "copy_blobs": (
@@ -203,6 +224,10 @@ _TEMPLATES: dict[str, str] = {
         "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id "
         "FROM engine_checkpoints WHERE thread_id = %s"
     ),
+    "thread_parent_writes": (
+        "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, parent_writes "
+        "FROM engine_checkpoints WHERE thread_id = %s AND parent_writes IS NOT NULL"
+    ),
     "thread_write_channels": (
         "SELECT checkpoint_ns, checkpoint_id, task_id, channel "
         "FROM engine_checkpoint_writes WHERE thread_id = %s"
@@ -222,8 +247,8 @@ _TEMPLATES: dict[str, str] = {
         "DELETE FROM engine_checkpoint_writes "
         "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
     ),
-    "reparent": (
-        "UPDATE engine_checkpoints SET parent_checkpoint_id = %s "
+    "reparent": (  # the writes it kept belonged to the old parent
+        "UPDATE engine_checkpoints SET parent_checkpoint_id = %s, parent_writes = NULL "
         "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
     ),
     "delete_blob": (
@@ -237,7 +262,7 @@ _TEMPLATES: dict[str, str] = {
     "stored_bytes": (
         "SELECT "
         "(SELECT COALESCE(SUM({length}(checkpoint) + {length}(metadata) "
-        "+ COALESCE({length}(ts), 0)), 0) "
+        "+ COALESCE({length}(ts), 0) + COALESCE({length}(parent_writes), 0)), 0) "
         "FROM engine_checkpoints WHERE thread_id = %s), "
         "(SELECT COALESCE(SUM({length}(blob)), 0) "
         "FROM engine_checkpoint_blobs WHERE thread_id = %s), "

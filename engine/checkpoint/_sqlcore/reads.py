@@ -30,7 +30,13 @@ from engine.checkpoint._blobs import (
 )
 from engine.checkpoint._sqlcore.dialect import Op, Rows, SqlDialect, Stmt
 from engine.checkpoint._sqlcore.filters import metadata_condition
-from engine.checkpoint._writes import is_packed, unpack_writes
+from engine.checkpoint._writes import (
+    WRITES_CHANNEL,
+    WRITES_TAG,
+    is_packed,
+    unpack_task_writes,
+    unpack_writes,
+)
 from engine.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
@@ -245,38 +251,28 @@ def load_tuples(
         for channel, version in checkpoint["channel_versions"].items():
             if channel not in inline:
                 blob_keys.add((thread_id, ns, channel, str(version)))
-    checkpoint_keys = sorted({(row[0], row[1], row[2]) for row in rows})
-    writes_stmt = Stmt(
-        d["writes_for_checkpoints"], d.keys_param(checkpoint_keys, 3), fetch=True
+    keys_param = d.keys_param(sorted({(row[0], row[1], row[2]) for row in rows}), 3)
+    writes_stmts = (
+        Stmt(d["writes_for_checkpoints"], keys_param, fetch=True),
+        Stmt(d["child_writes_for_checkpoints"], keys_param, fetch=True),
     )
     blob_rows: Rows = []
     write_rows: Rows
+    child_rows: Rows
     if blob_keys:
         blobs_stmt = Stmt(
             d["blobs_for_keys"], d.keys_param(sorted(blob_keys), 4), fetch=True
         )
-        blob_rows, write_rows = yield (blobs_stmt, writes_stmt)
+        blob_rows, write_rows, child_rows = yield (blobs_stmt, *writes_stmts)
     else:
-        write_rows = yield writes_stmt
+        write_rows, child_rows = yield writes_stmts
     blobs: dict[_BlobKey, BlobRecord] = {
         (b[0], b[1], b[2], b[3]): BlobRecord(
             b[4], b[5], bytes(b[6]), b[7], b[8], b[9], b[10], b[11]
         )
         for b in blob_rows
     }
-    pending: dict[_CheckpointKey, list[PendingWrite]] = {}
-    for w in write_rows:
-        key = (w[0], w[1], w[2])
-        where = f"write of {_where(w[0], w[2])}"
-        task_id, channel, tag, payload = w[3], w[4], w[5], bytes(w[6])
-        found = pending.setdefault(key, [])
-        if is_packed(channel, tag):
-            found.extend(
-                (task_id, name, load_stored(serde, (item_tag, item), where))
-                for name, item_tag, item in unpack_writes(payload, f"{where}s")
-            )
-        else:
-            found.append((task_id, channel, load_stored(serde, (tag, payload), where)))
+    pending = _pending_writes(serde, write_rows, child_rows)
     result: list[CheckpointTuple] = []
     shared: dict[int, Any] = {}  # blobs outlive the loop: record ids stay unique
     for i, (row, checkpoint) in enumerate(zip(rows, checkpoints, strict=True)):
@@ -301,6 +297,47 @@ def load_tuples(
             )
         )
     return result
+
+
+def _pending_writes(
+    serde: SerializerProtocol, write_rows: Rows, child_rows: Rows
+) -> dict[_CheckpointKey, list[PendingWrite]]:
+    """Each checkpoint's pending writes, from its rows of writes and from its
+    child's row, ordered by task path, task id, then index (``_writes``).
+
+    A task's regular writes found in both places (only when saved twice, the
+    second time against a checkpoint that already had a child) are the child
+    row's: saved with the step, they were the first.
+    """
+    entries: dict[_CheckpointKey, list[tuple[str, str, int, str, str, bytes]]] = {}
+    in_child: set[tuple[_CheckpointKey, str]] = set()
+    for thread_id, ns, checkpoint_id, payload in child_rows:
+        key = (thread_id, ns, checkpoint_id)
+        found = entries.setdefault(key, [])
+        where = f"writes kept with the child of {_where(thread_id, checkpoint_id)}"
+        for task_id, path, entry in unpack_task_writes(bytes(payload), where):
+            found.append((path, task_id, 0, WRITES_CHANNEL, WRITES_TAG, entry))
+            in_child.add((key, task_id))
+    for w in write_rows:
+        key = (w[0], w[1], w[2])
+        if w[8] >= 0 and (key, w[3]) in in_child:
+            continue
+        entries.setdefault(key, []).append((w[7], w[3], w[8], w[4], w[5], bytes(w[6])))
+    pending: dict[_CheckpointKey, list[PendingWrite]] = {}
+    for key, found in entries.items():
+        where = f"write of {_where(key[0], key[2])}"
+        writes = pending[key] = []
+        for _path, task_id, _idx, channel, tag, payload in sorted(found):
+            if is_packed(channel, tag):
+                writes.extend(
+                    (task_id, name, load_stored(serde, (item_tag, item), where))
+                    for name, item_tag, item in unpack_writes(payload, f"{where}s")
+                )
+            else:
+                writes.append(
+                    (task_id, channel, load_stored(serde, (tag, payload), where))
+                )
+    return pending
 
 
 def load_checkpoint(serde: SerializerProtocol, row: tuple[Any, ...]) -> Checkpoint:

@@ -17,6 +17,7 @@ from engine.checkpoint._retention import (
     plan_prune,
 )
 from engine.checkpoint._sqlcore.dialect import Op, Rows, SqlDialect, Stmt
+from engine.checkpoint._writes import WRITES_CHANNEL, WRITES_TAG, unpack_task_writes
 from engine.checkpoint.serde.base import SerializerProtocol
 
 __all__ = ("copy_thread", "delete_thread", "prune_thread", "set_ttl", "sweep_expired")
@@ -54,12 +55,29 @@ def prune_thread(d: SqlDialect, serde: SerializerProtocol, thread_id: str) -> Op
     yield from _lock(d, thread_id)
     tree: Rows
     channels: Rows
-    tree, channels = yield (
+    kept_with_child: Rows
+    tree, channels, kept_with_child = yield (
         Stmt(d["thread_tree"], (thread_id,), fetch=True),
         Stmt(d["thread_write_channels"], (thread_id,), fetch=True),
+        Stmt(d["thread_parent_writes"], (thread_id,), fetch=True),
     )
     if not tree:
         return
+    # writes kept in a child's row: (ns, child, parent) -> [(task_id, path, entry)]
+    in_child = {
+        (ns, child, parent): unpack_task_writes(
+            bytes(payload), f"writes kept in checkpoint {child!r} of {thread_id!r}"
+        )
+        for ns, child, parent, payload in kept_with_child
+    }
+    channels = [
+        *channels,  # a task whose writes are in its child's row has finished
+        *(
+            (ns, parent, task_id, WRITES_CHANNEL)
+            for (ns, _child, parent), tasks in in_child.items()
+            for task_id, _path, _entry in tasks
+        ),
+    ]
     parents_by_ns: dict[str, dict[str, str | None]] = {}
     for ns, checkpoint_id, parent_id in tree:
         parents_by_ns.setdefault(ns, {})[checkpoint_id] = parent_id
@@ -71,7 +89,19 @@ def prune_thread(d: SqlDialect, serde: SerializerProtocol, thread_id: str) -> Op
         drop.extend((thread_id, ns, cid) for cid in parents if cid not in keep)
         reparent.extend((parent, thread_id, ns, cid) for cid, parent in moved.items())
     if drop:
+        dropped = set(drop)
+        # writes kept in a dropped child's row move to rows of their own when
+        # the checkpoint they belong to stays
+        moved_writes = [
+            (thread_id, ns, parent, task_id, 0, WRITES_CHANNEL, WRITES_TAG, entry, path)
+            for (ns, child, parent), tasks in in_child.items()
+            if (thread_id, ns, child) in dropped
+            and (thread_id, ns, parent) not in dropped
+            for task_id, path, entry in tasks
+        ]
         yield Stmt(d["delete_checkpoint_writes"], many=drop)
+        if moved_writes:
+            yield Stmt(d["insert_write_replace"], many=moved_writes)
         yield Stmt(d["delete_checkpoint"], many=drop)
     if reparent:
         yield Stmt(d["reparent"], many=reparent)

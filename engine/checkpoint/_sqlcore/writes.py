@@ -21,7 +21,9 @@ put_writes. Semantics are InMemorySaver's, statement for statement.
   back (see ``reads.load_checkpoint``), with its versions packed
   (``_blobs.pack_structure``); its values are rows of ``engine_checkpoint_blobs``
   (scalars too, unless ``_blobs.INLINE_SCALARS``). A task's writes are one row
-  for its regular writes and one per special write (``engine.checkpoint._writes``).
+  for its regular writes and one per special write (``engine.checkpoint._writes``);
+  the regular writes a fenced ``put_step`` saves with the checkpoint that follows
+  them go in that checkpoint's row (``parent_writes``) instead.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from engine.checkpoint._blobs import (
     stored_structure,
 )
 from engine.checkpoint._sqlcore.dialect import Op, Rows, SqlDialect, Stmt
-from engine.checkpoint._writes import encode_task_writes
+from engine.checkpoint._writes import encode_task_writes, pack_task_writes
 from engine.checkpoint.base import (
     EXPECTED_HEAD,
     ChannelVersions,
@@ -145,6 +147,7 @@ def _prepare_put(
         *checkpoint_typed,
         *metadata_typed,
         checkpoint.get("ts"),
+        None,  # parent_writes: decided in _store
     )
     if default_ttl is not None:
         entry.deadline = ttl_deadline(default_ttl)
@@ -331,7 +334,12 @@ def _store(
                 assert d.expect_head is not None
                 yield from flush()
                 yield Stmt(d.expect_head, (e.thread_id, e.ns, e.expected))
+        in_row = _keeps_writes_in_row(e)
+        parent_writes: list[tuple[str, str, bytes]] = []
         for task_id, idx, channel, type_tag, payload, path in e.write_rows:
+            if in_row and idx >= 0:
+                parent_writes.append((task_id, path, payload))
+                continue
             row = (
                 e.thread_id,
                 e.ns,
@@ -360,7 +368,10 @@ def _store(
                 records[blob_key] = record
             blob_rows.append(d.blob_params((*blob_key, *record)))
         assert e.row is not None
-        checkpoint_rows.append(d.checkpoint_params(e.row))
+        checkpoint_row = e.row
+        if parent_writes:
+            checkpoint_row = (*checkpoint_row[:9], pack_task_writes(parent_writes))
+        checkpoint_rows.append(d.checkpoint_params(checkpoint_row))
         if place in heads:
             head = heads[place]
             heads[place] = (
@@ -376,6 +387,21 @@ def _store(
 
 
 # -- pieces ------------------------------------------------------------------------
+
+
+def _keeps_writes_in_row(e: _Entry) -> bool:
+    """Whether the entry's regular writes go in its checkpoint's row.
+
+    Only when its put is fenced on the checkpoint the writes belong to (its
+    parent) and sorts after it: the parent is then the newest checkpoint and the
+    new one its next, where reads look (``child_writes_for_checkpoints``).
+    """
+    return (
+        e.checkpoint_id is not None
+        and e.target_id is not None
+        and e.expected == e.target_id
+        and e.checkpoint_id > e.target_id
+    )
 
 
 def _encode_writes(

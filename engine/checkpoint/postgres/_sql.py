@@ -33,9 +33,10 @@ reads the time as ``COALESCE(ts, to_char(created_at AT TIME ZONE 'UTC', ...))``
 (``DIALECT.ts``) and a version as
 ``checkpoint->'V'->>((checkpoint->'cv'->>'channel')::int)``.
 
-Since v3 the checkpoints table has its primary key only, and values and pending
-writes stay in their row, compressed, up to a page (``STORAGE MAIN``): only
-what does not fit a page goes to the TOAST table.
+Since v3 the checkpoints table has its primary key only; the regular writes
+``put_step`` saves with a checkpoint are in its ``parent_writes`` column; values
+and pending writes stay in their row, compressed, up to a page (``STORAGE
+MAIN``): only what does not fit a page goes to the TOAST table.
 """
 
 from __future__ import annotations
@@ -187,8 +188,13 @@ MIGRATIONS: list[tuple[str, ...]] = [
     # still does not fit a page, instead of always. A delta chain's full value,
     # read with its deltas, is then in the same heap as they are, and the TOAST
     # table (with its index and free-space map) stays empty for most threads.
+    # (3) The regular writes ``put_step`` saves with a checkpoint (its parent's
+    # last task's) live in that checkpoint's row (``parent_writes``), not in a row
+    # of engine_checkpoint_writes with its own keys and index entry.
     # Rows written before keep their layout and read the same.
     (
+        "ALTER TABLE engine_checkpoints ADD COLUMN parent_writes BYTEA",
+        "ALTER TABLE engine_checkpoints ALTER COLUMN parent_writes SET STORAGE MAIN",
         "DROP INDEX IF EXISTS engine_checkpoints_thread_idx",
         "DROP INDEX IF EXISTS engine_checkpoints_id_idx",
         "ALTER TABLE engine_checkpoint_blobs "
@@ -289,6 +295,7 @@ class PostgresDialect(SqlDialect):
             None if row[6] == _DEFAULT_METADATA_TYPE else row[6],
             *_json_or_raw(row[6], row[7]),
             *split_ts(row[8]),
+            row[9],
         )
 
     def blob_params(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -367,25 +374,27 @@ _METADATA_PAYLOAD = "COALESCE(convert_to(metadata::text, 'UTF8'), metadata_raw)"
 
 _ALL_CHECKPOINT_COLUMNS = (
     "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, "
-    "checkpoint, checkpoint_raw, metadata_type, metadata, metadata_raw, ts, created_at"
+    "checkpoint, checkpoint_raw, metadata_type, metadata, metadata_raw, ts, created_at, "
+    "parent_writes"
 )
 
 _INSERT_CHECKPOINT = (
     f"INSERT INTO engine_checkpoints ({_ALL_CHECKPOINT_COLUMNS}) "
-    "VALUES (%s, %s, %s, %s, %s, %s::json, %s, %s, %s::json, %s, %s, %s) "
+    "VALUES (%s, %s, %s, %s, %s, %s::json, %s, %s, %s::json, %s, %s, %s, %s) "
     "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
     "parent_checkpoint_id = excluded.parent_checkpoint_id, "
     "checkpoint_type = excluded.checkpoint_type, checkpoint = excluded.checkpoint, "
     "checkpoint_raw = excluded.checkpoint_raw, metadata_type = excluded.metadata_type, "
     "metadata = excluded.metadata, metadata_raw = excluded.metadata_raw, "
-    "ts = excluded.ts, created_at = excluded.created_at"
+    "ts = excluded.ts, created_at = excluded.created_at, "
+    "parent_writes = excluded.parent_writes"
 )
 
 _COPY_CHECKPOINTS = (
     f"INSERT INTO engine_checkpoints ({_ALL_CHECKPOINT_COLUMNS}) "
     "SELECT %s, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, "
     "checkpoint, checkpoint_raw, metadata_type, metadata, metadata_raw, ts, "
-    "created_at FROM engine_checkpoints WHERE thread_id = %s"
+    "created_at, parent_writes FROM engine_checkpoints WHERE thread_id = %s"
 )
 
 _STORED_BYTES = (
@@ -394,7 +403,7 @@ _STORED_BYTES = (
     "+ COALESCE(octet_length(checkpoint_raw), 0) "
     "+ COALESCE(octet_length(metadata::text), 0) "
     "+ COALESCE(octet_length(metadata_raw), 0) "
-    "+ COALESCE(octet_length({ts}), 0)), 0) "
+    "+ COALESCE(octet_length({ts}), 0) + COALESCE(octet_length(parent_writes), 0)), 0) "
     "FROM engine_checkpoints WHERE thread_id = %s), "
     "(SELECT COALESCE(SUM(octet_length(blob)), 0) "
     "FROM engine_checkpoint_blobs WHERE thread_id = %s), "

@@ -87,10 +87,12 @@ MIGRATIONS: list[tuple[str, ...]] = [
     # decoding checkpoints; rows written from now on keep it out of the
     # checkpoint payload (older rows keep it there and leave the column NULL).
     ("ALTER TABLE engine_checkpoints ADD COLUMN ts TEXT",),
-    # v2: the two secondary indexes on checkpoints go (as in Postgres' v3): every
+    # v2 (as Postgres' v3): the two secondary indexes on checkpoints go: every
     # query of a thread walks the primary key; only a list across all threads
-    # (no thread_id) now reads the whole table.
+    # (no thread_id) now reads the whole table. The regular writes ``put_step``
+    # saves with a checkpoint live in its row (``parent_writes``).
     (
+        "ALTER TABLE engine_checkpoints ADD COLUMN parent_writes BLOB",
         "DROP INDEX IF EXISTS engine_checkpoints_thread_idx",
         "DROP INDEX IF EXISTS engine_checkpoints_id_idx",
     ),
