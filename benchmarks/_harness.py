@@ -298,6 +298,25 @@ COMPARE_HEADERS = (
 )
 
 
+def attempt(
+    table: Table,
+    args: argparse.Namespace,
+    name: str,
+    run: Callable[..., R],
+    *params: Any,
+) -> R | None:
+    """``run(*params)``; None when it raised ``Skip`` (noted in the table) or failed
+    (noted, and recorded in ``args.failures`` so the run exits non-zero)."""
+    try:
+        return run(*params)
+    except Skip as exc:
+        table.note(f"skipped {name}: {exc}")
+    except Exception as exc:
+        table.note(f"FAILED {name}: {type(exc).__name__}: {exc}")
+        args.failures.append((name, traceback.format_exc()))
+    return None
+
+
 def compare(
     table: Table,
     name: str,
@@ -309,14 +328,16 @@ def compare(
     """Measure one workload on every library, add its row, collect its time ratio."""
     if not selected(args, name):
         return None
-    try:
-        stats = measure(list(preparers.items()), args.repeat, args.mem_repeat)
-    except Skip as exc:
-        table.note(f"skipped {name}: {exc}")
-        return None
-    except Exception as exc:
-        table.note(f"FAILED {name}: {type(exc).__name__}: {exc}")
-        args.failures.append((name, traceback.format_exc()))
+    stats = attempt(
+        table,
+        args,
+        name,
+        measure,
+        list(preparers.items()),
+        args.repeat,
+        args.mem_repeat,
+    )
+    if stats is None:
         return None
     eng = stats[ENGINE]
     lg = stats.get(LANGGRAPH)

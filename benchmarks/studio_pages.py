@@ -39,6 +39,7 @@ from typing import Any, TypedDict
 from benchmarks._harness import (
     Skip,
     Table,
+    attempt,
     finish,
     fmt_ms,
     fmt_ratio,
@@ -315,14 +316,8 @@ def latency_table(args: Any, user: Any, redis_url: str) -> Table:
         if layer is None:
             table.note(f"skipped {name}: set REDIS_URL to measure it")
             continue
-        try:
-            times = event_latencies(user, layer, EVENTS)
-        except Skip as exc:
-            table.note(f"skipped {name}: {exc}")
-            continue
-        except Exception as exc:
-            table.note(f"FAILED {name}: {type(exc).__name__}: {exc}")
-            args.failures.append((name, repr(exc)))
+        times = attempt(table, args, name, event_latencies, user, layer, EVENTS)
+        if times is None:
             continue
         ordered = sorted(times)
         p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
