@@ -186,17 +186,19 @@ _TEMPLATES: dict[str, str] = {
     # A checkpoint's writes kept in its child's row (``put_step``): that child was
     # the next checkpoint of the namespace when it was stored (its put was fenced
     # on it), so it is found among the next few; at most one child carries them.
+    # One row per key, NULL when there are none (filtering them here would run
+    # the lookup twice).
     "child_writes_for_checkpoints": (
         "WITH k (thread_id, checkpoint_ns, checkpoint_id) AS ({keys3}) "
-        "SELECT * FROM (SELECT k.thread_id, k.checkpoint_ns, k.checkpoint_id, "
+        "SELECT k.thread_id, k.checkpoint_ns, k.checkpoint_id, "
         "(SELECT s.parent_writes FROM (SELECT c.checkpoint_id, "
         "c.parent_checkpoint_id, c.parent_writes FROM engine_checkpoints c "
         "WHERE c.thread_id = k.thread_id AND c.checkpoint_ns = k.checkpoint_ns "
         "AND c.checkpoint_id > k.checkpoint_id ORDER BY c.checkpoint_id "
         f"LIMIT {CHILD_WINDOW}) s "
         "WHERE s.parent_checkpoint_id = k.checkpoint_id "
-        "AND s.parent_writes IS NOT NULL ORDER BY s.checkpoint_id LIMIT 1) AS w "
-        "FROM k) x WHERE w IS NOT NULL"
+        "AND s.parent_writes IS NOT NULL ORDER BY s.checkpoint_id LIMIT 1) "
+        "FROM k"
     ),
     "thread_exists": ("SELECT 1 FROM engine_checkpoints WHERE thread_id = %s LIMIT 1"),
     "copy_checkpoints": (

@@ -312,6 +312,8 @@ def _pending_writes(
     entries: dict[_CheckpointKey, list[tuple[str, str, int, str, str, bytes]]] = {}
     in_child: set[tuple[_CheckpointKey, str]] = set()
     for thread_id, ns, checkpoint_id, payload in child_rows:
+        if payload is None:
+            continue
         key = (thread_id, ns, checkpoint_id)
         found = entries.setdefault(key, [])
         where = f"writes kept with the child of {_where(thread_id, checkpoint_id)}"
