@@ -7,8 +7,14 @@ import pickle
 
 import pytest
 
+from engine.checkpoint._writes import pack_task_writes, pack_writes
 from engine.errors import SerializationError
-from tests._support.builders import make_checkpoint, make_config, make_metadata
+from tests._support.builders import (
+    make_checkpoint,
+    make_config,
+    make_metadata,
+    save_steps,
+)
 from tests._support.tamper import tamper_blob, tamper_checkpoint, tamper_write
 
 
@@ -69,3 +75,47 @@ def test_pickled_pending_write_is_refused(stored, saver_spec) -> None:
 
     with pytest.raises(SerializationError, match="'pickle'"):
         stored.get_tuple(make_config("t1"))
+
+
+@pytest.fixture
+def stepped(saver, saver_spec):
+    if not saver_spec.shared:
+        pytest.skip("only the SQL savers keep a step's writes in the next row")
+    for thread_id in ("t1", "ok"):
+        save_steps(saver, thread_id, 2)
+    return saver
+
+
+def _first_id(saver, thread_id: str) -> str:
+    return list(saver.list(make_config(thread_id)))[-1].checkpoint["id"]
+
+
+def test_corrupt_writes_kept_in_the_next_row_name_the_checkpoint(
+    stepped, saver_spec
+) -> None:
+    first = make_config("t1", _first_id(stepped, "t1"))
+    saver_spec.execute(
+        "UPDATE engine_checkpoints SET parent_writes = %s "
+        "WHERE thread_id = 't1' AND parent_writes IS NOT NULL",
+        (b'[["task-0", "", 99]]\nshort',),
+    )
+
+    with pytest.raises(SerializationError, match="corrupt") as caught:
+        stepped.get_tuple(first)
+
+    assert "thread 't1'" in str(caught.value)
+    assert stepped.get_tuple(make_config("t1")) is not None  # the head has no child
+    assert stepped.get_tuple(make_config("ok", _first_id(stepped, "ok"))) is not None
+
+
+def test_pickled_write_kept_in_the_next_row_is_refused(stepped, saver_spec) -> None:
+    first = make_config("t1", _first_id(stepped, "t1"))
+    entry = pack_writes([("n", "pickle", pickle.dumps(2))])
+    saver_spec.execute(
+        "UPDATE engine_checkpoints SET parent_writes = %s "
+        "WHERE thread_id = 't1' AND parent_writes IS NOT NULL",
+        (pack_task_writes([("task-0", "~pull, a", entry)]),),
+    )
+
+    with pytest.raises(SerializationError, match="'pickle'"):
+        stepped.get_tuple(first)

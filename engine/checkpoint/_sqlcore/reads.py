@@ -316,7 +316,7 @@ def _pending_writes(
             continue
         key = (thread_id, ns, checkpoint_id)
         found = entries.setdefault(key, [])
-        where = f"writes kept with the child of {_where(thread_id, checkpoint_id)}"
+        where = f"entry of the writes of {_where(thread_id, checkpoint_id)}"
         for task_id, path, entry in unpack_task_writes(bytes(payload), where):
             found.append((path, task_id, 0, WRITES_CHANNEL, WRITES_TAG, entry))
             in_child.add((key, task_id))

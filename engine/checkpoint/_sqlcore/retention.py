@@ -66,7 +66,7 @@ def prune_thread(d: SqlDialect, serde: SerializerProtocol, thread_id: str) -> Op
     # writes kept in a child's row: (ns, child, parent) -> [(task_id, path, entry)]
     in_child = {
         (ns, child, parent): unpack_task_writes(
-            bytes(payload), f"writes kept in checkpoint {child!r} of {thread_id!r}"
+            bytes(payload), f"entry of writes in checkpoint {child!r} of {thread_id!r}"
         )
         for ns, child, parent, payload in kept_with_child
     }
