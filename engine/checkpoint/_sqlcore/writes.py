@@ -86,7 +86,9 @@ class _Entry:
     """The checkpoint the writes are saved against (a checkpoint's parent)."""
     expected: Any = _UNFENCED
     row: tuple[Any, ...] | None = None
-    """``insert_checkpoint``'s row, before ``dialect.checkpoint_params``."""
+    """``insert_checkpoint``'s row, before ``dialect.checkpoint_params``; its last
+    column holds the regular writes kept in the row (``_keeps_writes_in_row``),
+    which are then not in ``write_rows``."""
     versions: dict[str, str] = field(default_factory=dict)
     blobs: dict[str, BlobRecord] = field(default_factory=dict)
     deltas: dict[str, tuple[str, int, Any]] = field(default_factory=dict)
@@ -133,12 +135,19 @@ def _prepare_put(
             entry.deltas[channel] = (str(hint[0]), hint[1], values[channel])
         else:
             entry.blobs[channel] = encode_blob(serde, values[channel], None, None)
+    parent_writes: bytes | None = None
     if entry.target_id is not None:
         entry.write_rows = [
             row
             for task_id, task_path, writes in task_writes
             for row in _encode_writes(serde, writes, task_id, task_path)
         ]
+        if _keeps_writes_in_row(entry):
+            regular = [
+                (t, path, data) for t, i, _, _, data, path in entry.write_rows if i >= 0
+            ]
+            entry.write_rows = [row for row in entry.write_rows if row[1] < 0]
+            parent_writes = pack_task_writes(regular) if regular else None
     entry.row = (
         thread_id,
         ns,
@@ -147,7 +156,7 @@ def _prepare_put(
         *checkpoint_typed,
         *metadata_typed,
         checkpoint.get("ts"),
-        None,  # parent_writes: decided in _store
+        parent_writes,
     )
     if default_ttl is not None:
         entry.deadline = ttl_deadline(default_ttl)
@@ -334,12 +343,7 @@ def _store(
                 assert d.expect_head is not None
                 yield from flush()
                 yield Stmt(d.expect_head, (e.thread_id, e.ns, e.expected))
-        in_row = _keeps_writes_in_row(e)
-        parent_writes: list[tuple[str, str, bytes]] = []
         for task_id, idx, channel, type_tag, payload, path in e.write_rows:
-            if in_row and idx >= 0:
-                parent_writes.append((task_id, path, payload))
-                continue
             row = (
                 e.thread_id,
                 e.ns,
@@ -368,10 +372,7 @@ def _store(
                 records[blob_key] = record
             blob_rows.append(d.blob_params((*blob_key, *record)))
         assert e.row is not None
-        checkpoint_row = e.row
-        if parent_writes:
-            checkpoint_row = (*checkpoint_row[:9], pack_task_writes(parent_writes))
-        checkpoint_rows.append(d.checkpoint_params(checkpoint_row))
+        checkpoint_rows.append(d.checkpoint_params(e.row))
         if place in heads:
             head = heads[place]
             heads[place] = (

@@ -71,6 +71,13 @@ CONFLICT_SQLSTATE = "EC409"
 """Raised by ``engine_checkpoint_expect_head``; its DETAIL is a JSON object with
 ``thread_id``, ``checkpoint_ns``, ``expected`` and ``head``."""
 
+
+def _storage_main(table: str, columns: str) -> str:
+    """``SET STORAGE MAIN`` for the (space-separated) variable-length columns."""
+    changes = ", ".join(f"ALTER COLUMN {c} SET STORAGE MAIN" for c in columns.split())
+    return f"ALTER TABLE {table} {changes}"
+
+
 CREATE_MIGRATIONS_TABLE = (
     "CREATE TABLE IF NOT EXISTS engine_checkpoint_migrations ("
     "v INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
@@ -197,33 +204,13 @@ MIGRATIONS: list[tuple[str, ...]] = [
         "ALTER TABLE engine_checkpoints ALTER COLUMN parent_writes SET STORAGE MAIN",
         "DROP INDEX IF EXISTS engine_checkpoints_thread_idx",
         "DROP INDEX IF EXISTS engine_checkpoints_id_idx",
-        "ALTER TABLE engine_checkpoint_blobs "
-        + ", ".join(
-            f"ALTER COLUMN {column} SET STORAGE MAIN"
-            for column in (
-                "thread_id",
-                "checkpoint_ns",
-                "channel",
-                "version",
-                "kind",
-                "type",
-                "blob",
-                "base_version",
-            )
+        _storage_main(
+            "engine_checkpoint_blobs",
+            "thread_id checkpoint_ns channel version kind type blob base_version",
         ),
-        "ALTER TABLE engine_checkpoint_writes "
-        + ", ".join(
-            f"ALTER COLUMN {column} SET STORAGE MAIN"
-            for column in (
-                "thread_id",
-                "checkpoint_ns",
-                "checkpoint_id",
-                "task_id",
-                "channel",
-                "type",
-                "blob",
-                "task_path",
-            )
+        _storage_main(
+            "engine_checkpoint_writes",
+            "thread_id checkpoint_ns checkpoint_id task_id channel type blob task_path",
         ),
     ),
 ]
