@@ -50,7 +50,9 @@ run: deps apt-run  ## serve the studio on http://127.0.0.1:PORT (default 8000; e
 	@$(MANAGE) seed_demo
 	@echo
 	@echo "  Graph Studio: http://127.0.0.1:$(PORT)/"
-	@echo "  Demo login:   demo / demo   (group: reviewers)"
+	@echo "  Demo logins:  requester / requester   (asks for purchases: /purchases/)"
+	@echo "                demo / demo             (reviewer: /reviews/)"
+	@echo "                senior / senior         (senior reviewer: second level above 50,000 CNY)"
 	@echo
 	@exec $(VENV)/bin/daphne -b 127.0.0.1 -p $(PORT) studio.asgi:application
 

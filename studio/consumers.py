@@ -21,6 +21,7 @@ from django.template.loader import render_to_string
 
 from studio.groups import thread_group
 from studio.models import RunEvent, Thread
+from studio.services.access import can_see
 from studio.services.live import event_view
 
 __all__ = ("CLOSE_FORBIDDEN", "CLOSE_UNAUTHENTICATED", "ThreadConsumer")
@@ -31,10 +32,8 @@ BACKLOG_LIMIT = 1000
 
 
 def _may_see(user: Any, thread_id: str) -> bool:
-    thread = Thread.objects.filter(pk=thread_id).only("owner_id").first()
-    if thread is None:
-        return False
-    return bool(user.is_superuser) or thread.owner_id == user.pk
+    thread = Thread.objects.filter(pk=thread_id).first()
+    return thread is not None and can_see(user, thread)
 
 
 def _events_after(thread_id: str, after: int) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ __all__ = (
     "ENGINE_USER_ERRORS",
     "CheckpointNotFound",
     "Conflict",
+    "Forbidden",
     "GraphNotFound",
     "GraphUnavailable",
     "InvalidInput",
@@ -59,6 +60,14 @@ class Conflict(StudioError):
 class RunFailed(Conflict):
     code = "run_failed"
     title = "The run failed"
+
+
+class Forbidden(StudioError):
+    """Signed in and allowed to see the thing, but not to do this to it."""
+
+    code = "forbidden"
+    http_status = 403
+    title = "Not allowed"
 
 
 class NotFound(StudioError):

@@ -19,9 +19,11 @@ from django.utils import timezone
 
 __all__ = (
     "ApiToken",
+    "AppendOnly",
     "ApprovalDecision",
     "AuditEntry",
     "PurchaseOutbox",
+    "ReviewRequest",
     "Run",
     "RunEvent",
     "Thread",
@@ -195,8 +197,73 @@ class ApiToken(models.Model):
         return token, secret
 
 
+class ReviewRequest(models.Model):
+    """One version of a governed request as the reviewer console lists it.
+
+    An index kept in step with the checkpoints by ``studio.reviews.queue.sync``
+    after every run of a governed graph: the waiting interrupt in the
+    checkpoint stays the truth (the decision protocol re-reads it), this row
+    makes the queue one indexed query.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "waiting for a decision"
+        DECIDED = "decided", "decided"
+        SUPERSEDED = "superseded", "replaced by a newer version"
+        CLOSED = "closed", "closed"
+
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, related_name="review_requests"
+    )
+    graph = models.CharField(max_length=64)
+    request_id = models.CharField(max_length=128)
+    approval_version = models.PositiveIntegerField()
+    amount_minor = models.BigIntegerField()
+    currency = models.CharField(max_length=8, default="CNY")
+    vendor = models.CharField(max_length=200, blank=True, default="")
+    category = models.CharField(max_length=64, blank=True, default="")
+    requester = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="studio_review_requests",
+    )
+    """The thread's owner: the user who started the run (never a payload field)."""
+    payload = models.JSONField(default=dict)
+    """The interrupt's value: what a reviewer is shown."""
+    payload_hash = models.CharField(max_length=64)
+    interrupt_id = models.CharField(max_length=64, blank=True, default="")
+    levels_required = models.PositiveSmallIntegerField(default=1)
+    level = models.PositiveSmallIntegerField(default=1)
+    """The level waiting for a decision (1: reviewers, 2: senior-reviewers)."""
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.PENDING
+    )
+    outcome = models.CharField(max_length=16, blank=True, default="")
+    """``executed`` / ``rejected`` / ``failed`` once the thread finished this version."""
+    outcome_text = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread", "request_id", "approval_version"],
+                name="one_review_per_thread_version",
+            )
+        ]
+        indexes = [models.Index(fields=["status", "level", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"review {self.request_id} v{self.approval_version} ({self.status})"
+
+
 class ApprovalDecision(models.Model):
-    """A reviewer's decision on one version of a purchase request (at most one)."""
+    """A reviewer's decision on one level of one version of a request (at most one).
+
+    The ledger the side effect trusts: ``execute`` buys only when the approving
+    rows for the request, version, amount and every level it needs are here.
+    """
 
     decision_id = models.CharField(max_length=64, unique=True)
     thread = models.ForeignKey(
@@ -204,8 +271,11 @@ class ApprovalDecision(models.Model):
     )
     request_id = models.CharField(max_length=128)
     approval_version = models.PositiveIntegerField()
+    level = models.PositiveSmallIntegerField(default=1)
     action = models.CharField(max_length=16)
     reason = models.TextField(blank=True, default="")
+    amount_minor = models.BigIntegerField(default=0)
+    """The amount the reviewer was shown; execute refuses any other amount."""
     reviewer = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.PROTECT,
@@ -213,15 +283,21 @@ class ApprovalDecision(models.Model):
     )
     seen = models.JSONField(default=dict)
     """The interrupt payload the reviewer was shown when deciding."""
+    seen_hash = models.CharField(max_length=64, blank=True, default="")
+    run_id = models.CharField(max_length=64, blank=True, default="")
+    """The run that resumed the thread with this decision (empty when none was needed)."""
     decided_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["request_id", "approval_version"],
-                name="one_decision_per_version",
+                fields=["request_id", "approval_version", "level"],
+                name="one_decision_per_version_level",
             )
         ]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.request_id} v{self.approval_version} L{self.level}"
 
 
 class PurchaseOutbox(models.Model):
@@ -237,13 +313,44 @@ class PurchaseOutbox(models.Model):
     """How many times execution was attempted (the purchase itself happened once)."""
 
 
+class AppendOnly(Exception):
+    """The audit log is append-only: no update, no delete, through any path."""
+
+
+class AuditQuerySet(models.QuerySet["AuditEntry"]):
+    def update(self, **kwargs: Any) -> int:
+        raise AppendOnly("The audit log is append-only: entries are never changed.")
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        raise AppendOnly("The audit log is append-only: entries are never deleted.")
+
+
 class AuditEntry(models.Model):
-    """Who did what, when, on which thread (decisions, time travel, cancels)."""
+    """Who did what, when, on which thread (decisions, refusals, time travel, cancels).
+
+    Append-only: saving an existing row, deleting one and bulk ``update`` /
+    ``delete`` raise :class:`AppendOnly` (there is no admin or view that edits).
+    """
 
     actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
     )
-    action = models.CharField(max_length=64)
+    action = models.CharField(max_length=64, db_index=True)
     thread_id = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    request_id = models.CharField(max_length=128, blank=True, default="", db_index=True)
     detail = models.JSONField(default=dict)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    objects = AuditQuerySet.as_manager()
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise AppendOnly("The audit log is append-only: entries are never changed.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        raise AppendOnly("The audit log is append-only: entries are never deleted.")

@@ -116,7 +116,7 @@ def describe(name: str) -> str:
     target, _, attr = spec.rpartition(":")
     try:
         module = (
-            _import_file(target)
+            import_file(target)
             if target.endswith(".py")
             else importlib.import_module(target)
         )
@@ -149,7 +149,7 @@ def _load(name: str, spec: str) -> Any:
         )
     try:
         module = (
-            _import_file(target)
+            import_file(target)
             if target.endswith(".py")
             else importlib.import_module(target)
         )
@@ -178,7 +178,7 @@ def _load(name: str, spec: str) -> Any:
     return obj
 
 
-def _import_file(target: str) -> Any:
+def import_file(target: str) -> Any:
     path = Path(target)
     if not path.is_absolute():
         path = Path(settings.BASE_DIR) / path

@@ -5,7 +5,9 @@ from __future__ import annotations
 from django.urls import path
 
 from studio.consumers import ThreadConsumer
+from studio.reviews.consumers import ReviewsConsumer
 
 websocket_urlpatterns = [
     path("ws/threads/<str:thread_id>/", ThreadConsumer.as_asgi(), name="ws-thread"),
+    path("ws/reviews/", ReviewsConsumer.as_asgi(), name="ws-reviews"),
 ]

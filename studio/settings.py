@@ -96,6 +96,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "studio.reviews.context.review_badge",
             ],
         },
     }
@@ -211,4 +212,10 @@ STUDIO_OPENAI_MODEL = os.environ.get("STUDIO_OPENAI_MODEL", "gpt-4o-mini")
 # The embedded SQLite checkpointer's file (engine.checkpoint.sqlite).
 STUDIO_CHECKPOINT_DB = Path(
     os.environ.get("STUDIO_CHECKPOINT_DB", BASE_DIR / "checkpoints.sqlite3")
+)
+
+# Purchase approval: above this amount (fen; default 50,000 CNY) a member of
+# senior-reviewers approves after a member of reviewers.
+STUDIO_SECOND_LEVEL_ABOVE_MINOR = int(
+    os.environ.get("STUDIO_SECOND_LEVEL_ABOVE_MINOR", "5000000")
 )

@@ -56,6 +56,10 @@ studio_patterns = [
 
 urlpatterns = [
     path("", include((studio_patterns, app_name))),
+    path("reviews/", include("studio.reviews.urls")),
+    path("purchases/", include("studio.purchases.urls")),
+    path("api/", include("studio.api.urls")),
+    path("account/", include("studio.account.urls")),
     # Only the auth views we ship templates for (no e-mail, so no password reset).
     path(
         "accounts/login/",

@@ -9,6 +9,14 @@ finish before ``human_review`` pauses with what will happen, why, the amount and
 the check results. A human approval never overrides a failed check. ``execute``
 buys through an outbox keyed by ``request_id``, so a retry or a replay never
 buys twice. Output: ``status`` (``executed`` | ``rejected``) and ``result``.
+
+The graph is governed (``GOVERNANCE`` below, read by ``studio.reviews``): only the
+reviewer console answers ``human_review``; no fork or state edit may write as it
+or write the request, the check results or the decision. ``execute`` re-runs the
+hard checks on the request in the checkpoint and buys through
+``studio.reviews.ledger.purchase_once``, which trusts the decision ledger only.
+Above ``STUDIO_SECOND_LEVEL_ABOVE_MINOR`` (default 50,000 CNY) a member of
+``senior-reviewers`` must approve too.
 """
 
 from __future__ import annotations
@@ -22,9 +30,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from engine.config import get_config
 from engine.graph import END, START, StateGraph
 from engine.types import RetryPolicy, interrupt
+from studio.reviews.governance import Governance
 
 __all__ = (
     "DEFAULT_BUDGET_LIMIT_MINOR",
+    "DEFAULT_SECOND_LEVEL_ABOVE_MINOR",
+    "GOVERNANCE",
     "PurchaseItem",
     "PurchaseRequest",
     "ReviewDecision",
@@ -33,6 +44,8 @@ __all__ = (
 
 DEFAULT_BUDGET_LIMIT_MINOR = 10_000_000
 """100,000 CNY in fen."""
+DEFAULT_SECOND_LEVEL_ABOVE_MINOR = 5_000_000
+"""50,000 CNY in fen: above it, a senior reviewer approves after the first one."""
 
 RESTRICTED_CATEGORIES = frozenset({"weapons", "gambling", "crypto-mining"})
 BLOCKED_VENDORS = frozenset({"sanctioned-vendor-ltd"})
@@ -255,51 +268,55 @@ def route_after_review(state: PurchaseState) -> Literal["execute", "reject"]:
 Purchaser = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def outbox_purchaser(order: dict[str, Any]) -> dict[str, Any]:
-    """Record the purchase once per ``request_id`` (the idempotency key)."""
-    from django.db import IntegrityError, transaction  # noqa: PLC0415 - studio runtime only
-    from django.db.models import F  # noqa: PLC0415
+def ledger_purchaser(order: dict[str, Any]) -> dict[str, Any]:
+    """The studio's purchaser: checks the decision ledger, buys once per ``request_id``."""
+    from studio.reviews.ledger import purchase_once  # noqa: PLC0415 - needs the Django app
 
-    from studio.models import PurchaseOutbox  # noqa: PLC0415
-
-    try:
-        with transaction.atomic():
-            row = PurchaseOutbox.objects.create(
-                request_id=order["request_id"],
-                approval_version=order["approval_version"],
-                amount_minor=order["amount_minor"],
-                vendor=order.get("vendor", ""),
-                thread_id=order.get("thread_id", ""),
-            )
-            return {"purchase_id": row.pk, "duplicate": False}
-    except IntegrityError:
-        PurchaseOutbox.objects.filter(request_id=order["request_id"]).update(
-            executions=F("executions") + 1
-        )
-        row = PurchaseOutbox.objects.get(request_id=order["request_id"])
-        return {"purchase_id": row.pk, "duplicate": True}
+    return purchase_once(order)
 
 
-def make_execute(purchaser: Purchaser) -> Callable[[PurchaseState], dict[str, Any]]:
+def hard_check_problems(state: PurchaseState, limit_minor: int) -> list[str]:
+    """Budget and compliance, re-run on the request as it stands in the checkpoint."""
+    found = [make_budget(limit_minor)(state), compliance(state)]
+    return [c["why"] for result in found for c in result["checks"] if not c["ok"]]
+
+
+def make_execute(
+    purchaser: Purchaser, limit_minor: int
+) -> Callable[[PurchaseState], dict[str, Any]]:
     def execute(state: PurchaseState) -> dict[str, Any]:
-        """Buy (idempotent by request_id)."""
+        """Buy (idempotent by request_id) if the ledger and the hard checks allow it."""
         thread_id = get_config().get("configurable", {}).get("thread_id", "")
+        amount = state["amount_minor"]
         receipt = purchaser(
             {
                 "request_id": state["request_id"],
                 "approval_version": state["approval_version"],
-                "amount_minor": state["amount_minor"],
+                "amount_minor": amount,
                 "vendor": state.get("vendor", ""),
+                "category": state.get("category", ""),
+                "items": state.get("items", []),
+                "requester": state.get("requester", ""),
                 "thread_id": thread_id,
+                "levels_required": GOVERNANCE.levels_for(amount),
+                "check_problems": hard_check_problems(state, limit_minor),
             }
         )
-        reviewer = (state.get("decision") or {}).get("reviewer", "a reviewer")
+        where = f"request {state['request_id']} v{state['approval_version']}"
+        if receipt.get("refused"):
+            return {
+                "status": "rejected",
+                "result": f"Refused: {receipt['refused']}. Nothing was bought ({where}).",
+            }
+        approvers = receipt.get("approved_by") or [
+            (state.get("decision") or {}).get("reviewer", "a reviewer")
+        ]
         return {
             "status": "executed",
             "result": (
-                f"Bought {_yuan(state['amount_minor'])} from {state.get('vendor') or 'the vendor'} "
-                f"(request {state['request_id']} v{state['approval_version']}, approved by "
-                f"{reviewer}; purchase #{receipt['purchase_id']})."
+                f"Bought {_yuan(amount)} from {state.get('vendor') or 'the vendor'} "
+                f"({where}, approved by {' and '.join(approvers)}; "
+                f"purchase #{receipt['purchase_id']})."
             ),
         }
 
@@ -341,7 +358,7 @@ def build(
     graph.add_node("human_review", human_review)
     graph.add_node(
         "execute",
-        make_execute(purchaser or outbox_purchaser),
+        make_execute(purchaser or ledger_purchaser, budget_limit_minor),
         retry_policy=RetryPolicy(max_attempts=3, initial_interval=0.2, jitter=False),
     )
     graph.add_node("reject", reject)
@@ -355,6 +372,52 @@ def build(
     graph.add_edge("execute", END)
     graph.add_edge("reject", END)
     return graph.compile(checkpointer=checkpointer, name="purchase")
+
+
+def second_level_above() -> int:
+    """The amount (fen) above which a second, senior approval is needed."""
+    try:
+        from django.conf import settings  # noqa: PLC0415 - optional outside the studio
+
+        return int(
+            getattr(
+                settings,
+                "STUDIO_SECOND_LEVEL_ABOVE_MINOR",
+                DEFAULT_SECOND_LEVEL_ABOVE_MINOR,
+            )
+        )
+    except Exception:
+        return DEFAULT_SECOND_LEVEL_ABOVE_MINOR
+
+
+def approval_levels(amount_minor: int) -> int:
+    """1, or 2 when the amount needs a senior reviewer as well."""
+    return 2 if amount_minor > second_level_above() else 1
+
+
+GOVERNANCE = Governance(
+    console_nodes=frozenset({"human_review"}),
+    protected_keys=frozenset(
+        {
+            "request_id",
+            "approval_version",
+            "amount_minor",
+            "items",
+            "vendor",
+            "category",
+            "requester",
+            "currency",
+            "checks",
+            "budget_ok",
+            "compliance_ok",
+            "decision",
+            "status",
+            "result",
+        }
+    ),
+    levels_for=approval_levels,
+)
+"""What only the reviewer console may do on this graph (``studio.reviews.governance``)."""
 
 
 def _configured_limit() -> int:

@@ -19,6 +19,7 @@ from engine.checkpoint.base import CheckpointTuple
 from engine.constants import START
 from studio.errors import NotFound
 from studio.presenters import BlameEntry, BlameView
+from studio.services.access import visible_thread
 from studio.services.checkpoints import (
     ThreadHistory,
     checkpoint_id_of,
@@ -28,7 +29,6 @@ from studio.services.checkpoints import (
 )
 from studio.services.diff import MISSING, summarize
 from studio.services.fork_tree import edit_values
-from studio.services.runs import visible_thread
 
 __all__ = ("MAX_ENTRIES", "MAX_SCAN", "blame")
 

@@ -13,9 +13,9 @@ from studio.errors import InvalidInput
 from studio.models import Thread
 from studio.presenters import CompareRow, CompareView, present_changes, short_id
 from studio.services import fork_tree
+from studio.services.access import visible_thread
 from studio.services.checkpoints import ThreadHistory
 from studio.services.diff import MISSING, diff_values, plain, summarize
-from studio.services.runs import visible_thread
 
 __all__ = ("compare",)
 

@@ -23,8 +23,8 @@ from studio.errors import GraphUnavailable
 from studio.forms import RunInputForm
 from studio.input_fields import input_fields
 from studio.services import graph_svg
+from studio.services.access import visible_threads
 from studio.services.checkpointer import get_saver
-from studio.services.runs import visible_threads
 
 __all__ = (
     "GraphPage",
@@ -40,6 +40,7 @@ __all__ = (
     "recent_threads",
     "runnable",
     "runnable_or_none",
+    "waiting_nodes",
 )
 
 _lock = threading.Lock()
@@ -63,6 +64,16 @@ def runnable(name: str) -> Pregel:
             _bound.clear() if len(_bound) > 64 else None
             _bound[key] = bound
     return bound
+
+
+def waiting_nodes(name: str, thread_id: str) -> tuple[str, ...]:
+    """The nodes whose interrupts wait unanswered at the thread's head."""
+    state = runnable(name).get_state({"configurable": {"thread_id": thread_id}})
+    return tuple(
+        task.name
+        for task in state.tasks
+        if task.interrupts and task.result is None and task.error is None
+    )
 
 
 def runnable_or_none(name: str) -> Any:

@@ -15,14 +15,24 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import QuerySet
 from django.utils import timezone
 
 from studio.errors import Conflict, InvalidInput, ThreadNotFound
 from studio.models import AuditEntry, Run, Thread
+from studio.reviews import audit
+from studio.reviews.governance import GovernedWrite, governance_for
+from studio.services.access import (
+    can_change,
+    can_see,
+    visible_thread,
+    visible_threads,
+    writable_thread,
+)
+from studio.services.graphs import waiting_nodes
 
 __all__ = (
     "ACTIVE",
+    "can_see",
     "cancel_run",
     "start_run",
     "visible_thread",
@@ -51,29 +61,6 @@ def wait_for_work(timeout: float) -> None:
         _wake.wait(timeout)
 
 
-def can_see(user: Any, thread: Thread) -> bool:
-    """Owners see their threads; superusers see every thread."""
-    if user is None or not user.is_authenticated:
-        return False
-    return bool(user.is_superuser) or thread.owner_id == user.pk
-
-
-def visible_threads(user: Any) -> QuerySet[Thread]:
-    """The threads this user may see: the queryset twin of :func:`can_see`."""
-    if user is None or not user.is_authenticated:
-        return Thread.objects.none()
-    threads = Thread.objects.all()
-    return threads if user.is_superuser else threads.filter(owner_id=user.pk)
-
-
-def visible_thread(user: Any, thread_id: str) -> Thread:
-    """The thread, if this user may see it; otherwise ThreadNotFound (never 403: no leak)."""
-    thread = Thread.objects.filter(pk=thread_id).first()
-    if thread is None or not can_see(user, thread):
-        raise ThreadNotFound(f"There is no thread {thread_id!r}.", thread_id=thread_id)
-    return thread
-
-
 def start_run(
     *,
     graph: str,
@@ -87,13 +74,32 @@ def start_run(
     config: dict[str, Any] | None = None,
     thread_metadata: dict[str, Any] | None = None,
     create_thread: bool = False,
+    governed_resume: bool = False,
 ) -> Run:
-    """Queue a run of ``graph`` on a thread (created when ``thread_id`` is None)."""
+    """Queue a run of ``graph`` on a thread (created when ``thread_id`` is None).
+
+    Only the thread's owner (or a superuser) may queue a run on an existing
+    thread. On a governed graph (``studio.reviews.governance``) a command that
+    resumes a console interrupt, writes a protected key or goes to a console node
+    is refused (403) unless ``governed_resume`` is set, which only the decision
+    protocol (``studio.reviews.decisions``) does, after it wrote the ledger row.
+
+    Raises:
+        InvalidInput: unknown strategy, negative delay.
+        ThreadNotFound: unknown or invisible thread.
+        Forbidden: a reviewer who may only read the thread; a governed command.
+        Conflict: the thread belongs to another graph, or is busy under ``reject``.
+    """
     if strategy not in Run.Strategy.values:
         raise InvalidInput(f"Unknown multitask strategy {strategy!r}.")
     if after_seconds < 0:
         raise InvalidInput("after_seconds must be zero or more.")
     now = timezone.now()
+    if command and thread_id is not None and not governed_resume:
+        # before the transaction: the refusal is audited even though nothing is queued
+        existing = Thread.objects.filter(pk=thread_id).first()
+        if existing is not None and can_see(user, existing):
+            _refuse_governed_command(user, graph, existing, command)
     with transaction.atomic():
         if thread_id is None:
             thread = Thread.objects.create(
@@ -112,6 +118,8 @@ def start_run(
                 raise ThreadNotFound(
                     f"There is no thread {thread_id!r}.", thread_id=thread_id
                 )
+            if not governed_resume and not can_change(user, thread):
+                writable_thread(user, thread.thread_id)  # raises Forbidden
             if thread.graph != graph:
                 raise Conflict(
                     f"Thread {thread.thread_id!r} belongs to graph {thread.graph!r}, not {graph!r}."
@@ -140,6 +148,19 @@ def start_run(
         )
     wake_workers()
     return run
+
+
+def _refuse_governed_command(
+    user: Any, graph: str, thread: Thread, command: dict[str, Any]
+) -> None:
+    governance = governance_for(graph)
+    if governance is None:
+        return
+    waiting = waiting_nodes(graph, thread.thread_id) if "resume" in command else ()
+    reason = governance.command_refusal(command, waiting)
+    if reason:
+        audit.record_refusal(user, thread, "run.command", reason, command=command)
+        raise GovernedWrite(reason, thread_id=thread.thread_id)
 
 
 def _request_cancel(run: Run, action: str, user: Any) -> None:

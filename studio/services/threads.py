@@ -35,6 +35,7 @@ from studio.presenters import (
     present_changes,
 )
 from studio.services import fork_tree, graphs, live, waterfall
+from studio.services.access import visible_thread, visible_threads
 from studio.services.checkpoints import (
     ThreadHistory,
     checkpoint_id_of,
@@ -44,7 +45,7 @@ from studio.services.checkpoints import (
     writers,
 )
 from studio.services.diff import diff_state, plain, summarize
-from studio.services.runs import ACTIVE, visible_thread, visible_threads
+from studio.services.runs import ACTIVE
 
 __all__ = (
     "PAGE_SIZE",

@@ -3,6 +3,10 @@
 - **Replay** queues a run with no input from the checkpoint; the worker runs it
   and the engine branches off a copy (``source: fork``) when the checkpoint is
   not the thread's head, or simply continues when it is.
+- **Governed graphs** (``studio.reviews.governance``): a fork that writes as a
+  console node or writes a protected key is refused for everyone and audited.
+  Only the thread's owner (or a superuser) travels in time; a reviewer who may
+  read the thread answers it in the console.
 - **Fork with edits** writes the edited values as ``as_node`` with
   ``update_state``: a new checkpoint whose parent is the chosen one (a new
   branch, shown in the fork tree). Nothing runs unless asked (``run``): then a
@@ -22,11 +26,14 @@ from typing import Any
 from studio.errors import ENGINE_USER_ERRORS, Conflict
 from studio.models import AuditEntry, Run, Thread
 from studio.presenters import ForkFormView
+from studio.reviews import audit
+from studio.reviews.governance import governance_for
+from studio.services.access import writable_thread
 from studio.services.checkpoints import ThreadHistory, checkpoint_id_of, writers
 from studio.services.diff import plain
 from studio.services.fork_edits import bind_fork, fork_fields
 from studio.services.fork_tree import FORK_ACTION
-from studio.services.runs import ACTIVE, start_run, visible_thread
+from studio.services.runs import ACTIVE, start_run
 
 __all__ = ("ForkOutcome", "ReplayOutcome", "fork", "fork_form", "replay")
 
@@ -61,7 +68,7 @@ def replay(user: Any, thread_id: str, checkpoint_id: str) -> ReplayOutcome:
         ThreadNotFound, CheckpointNotFound: unknown or invisible ids.
         Conflict: a run of the thread is pending or running.
     """
-    thread = visible_thread(user, thread_id)
+    thread = writable_thread(user, thread_id)
     saved = ThreadHistory(thread).saved(checkpoint_id)
     _refuse_if_busy(thread)
     run = _run_from(user, thread, checkpoint_id)
@@ -77,7 +84,7 @@ def replay(user: Any, thread_id: str, checkpoint_id: str) -> ReplayOutcome:
 
 def fork_form(user: Any, thread_id: str, checkpoint_id: str) -> ForkFormView:
     """The blank form, prefilled with the state at ``checkpoint_id``."""
-    thread = visible_thread(user, thread_id)
+    thread = writable_thread(user, thread_id)
     history = ThreadHistory(thread)
     saved = history.saved(checkpoint_id)
     return _form(history, saved, as_node=_default_node(history, saved))
@@ -95,7 +102,7 @@ def fork(
         ThreadNotFound, CheckpointNotFound: unknown or invisible ids.
         Conflict: a run of the thread is pending or running.
     """
-    thread = visible_thread(user, thread_id)
+    thread = writable_thread(user, thread_id)
     history = ThreadHistory(thread)
     saved = history.saved(checkpoint_id)
     _refuse_if_busy(thread)
@@ -120,6 +127,19 @@ def fork(
     form = replace(blank, fields=bound.fields, errors=tuple(problems))
     if problems or not bound.is_valid:
         return ForkOutcome(form=form)
+    governance = governance_for(thread.graph)
+    refusal = governance.write_refusal(as_node, bound.update) if governance else ""
+    if refusal:
+        audit.record_refusal(
+            user,
+            thread,
+            "thread.fork",
+            refusal,
+            checkpoint_id=checkpoint_id,
+            as_node=as_node,
+            keys=sorted(bound.update),
+        )
+        return ForkOutcome(form=replace(form, errors=(refusal,)))
     try:
         config = history.graph.update_state(
             history.config(checkpoint_id), bound.update, as_node=as_node

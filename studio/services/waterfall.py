@@ -16,7 +16,7 @@ from typing import Any
 from studio.errors import NotFound
 from studio.models import Run, RunEvent
 from studio.presenters import WaterfallBar, WaterfallStep, WaterfallView
-from studio.services.runs import visible_thread
+from studio.services.access import visible_thread
 
 __all__ = ("MAX_STEPS", "build_step", "for_checkpoint", "for_run")
 

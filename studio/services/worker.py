@@ -26,6 +26,7 @@ from django.utils import timezone
 from engine import events as ev
 from engine.types import Command
 from studio.models import Run, Thread
+from studio.reviews import queue as review_queue
 from studio.services import events as run_events
 from studio.services.graphs import runnable
 from studio.services.runs import wait_for_work
@@ -218,6 +219,7 @@ class Worker:
         if output.get("checkpointed"):
             Thread.objects.filter(pk=run.thread_id).update(has_state=True)
         settle_thread(run.thread_id)
+        _sync_reviews(run.thread_id)
         run_events.append(
             run, "run.status", {"status": status, "error": error, **output}
         )
@@ -278,6 +280,14 @@ class Worker:
             writer.flush()
         _raise_if_cancelled(run)
         return outcome
+
+
+def _sync_reviews(thread_id: str) -> None:
+    """Keep the reviewer console's queue in step with the thread (governed graphs only)."""
+    try:
+        review_queue.sync(thread_id)
+    except Exception:  # the queue is an index: the next run or page load re-syncs it
+        log.exception("could not sync the review queue for thread %s", thread_id)
 
 
 class _Heartbeat:

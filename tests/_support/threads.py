@@ -13,6 +13,7 @@ __all__ = ("GRAPHS", "XSS", "checkpoints", "drain", "run_now")
 
 GRAPHS = {
     "purchase": "studio.graphs.purchase:build",
+    "open_purchase": "tests.studio.ungoverned_graphs:purchase",
     "research": "studio.graphs.research:build",
     "notes": "tests.studio.thread_graphs_for_tests:notes",
     "ledger": "tests.studio.thread_graphs_for_tests:ledger",

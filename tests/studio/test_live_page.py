@@ -237,12 +237,7 @@ def test_step_panel_refresh_of_another_users_thread_is_not_found(
 def test_timeline_polls_only_as_a_marked_fallback_while_a_run_is_queued(
     signed_in: Client, ada: User, purchase_thread: str
 ) -> None:
-    start_run(
-        graph="purchase",
-        user=ada,
-        thread_id=purchase_thread,
-        command={"resume": {"action": "approve"}},
-    )
+    start_run(graph="purchase", user=ada, thread_id=purchase_thread)
 
     html = html_of(signed_in.get(f"/threads/{purchase_thread}/"))
 

@@ -14,6 +14,8 @@ from studio.models import PurchaseOutbox, Run, RunEvent, Thread
 from studio.services import runs
 from studio.services.graphs import runnable
 from studio.services.worker import Worker
+from studio.reviews.decisions import decide
+from tests._support.reviews import member
 from tests._support.studio import serve_graphs
 from tests.studio.engine_graphs_for_tests import calls
 
@@ -40,16 +42,18 @@ def alice() -> User:
     return User.objects.create_user("alice", password="x")
 
 
+@pytest.fixture
+def bob() -> User:
+    return member("bob", "reviewers")
+
+
 def decision(action: str = "approve", version: int = 1) -> dict[str, Any]:
     return {
-        "resume": {
-            "request_id": "R-7",
-            "approval_version": version,
-            "decision_id": f"d-{action}-{version}",
-            "action": action,
-            "reason": "looks fine",
-            "reviewer": "bob",
-        }
+        "request_id": "R-7",
+        "approval_version": version,
+        "decision_id": f"d-{action}-{version}",
+        "action": action,
+        "reason": "looks fine",
     }
 
 
@@ -72,16 +76,14 @@ def test_worker_runs_purchase_to_the_review_and_records_events(alice: User) -> N
     assert not Worker().run_once()
 
 
-def test_resume_executes_the_purchase_once(alice: User) -> None:
+def test_resume_executes_the_purchase_once(alice: User, bob: User) -> None:
     first = runs.start_run(graph="purchase", user=alice, input=REQUEST)
     Worker().run_once()
-    second = runs.start_run(
-        graph="purchase", user=alice, thread_id=first.thread_id, command=decision()
-    )
+    outcome = decide(bob, first.thread_id, decision(), strings=False)
 
     Worker().run_once()
 
-    second.refresh_from_db()
+    second = Run.objects.get(pk=outcome.run_id)
     assert second.status == Run.Status.SUCCESS
     assert Thread.objects.get(pk=first.thread_id).status == Thread.Status.IDLE
     assert PurchaseOutbox.objects.filter(request_id="R-7").count() == 1
@@ -226,7 +228,7 @@ def test_requeued_run_resumes_from_its_own_checkpoint_without_redoing_steps(
 
 
 def test_a_changed_request_gets_a_new_version_and_runs_the_checks_again(
-    alice: User,
+    alice: User, bob: User
 ) -> None:
     first = runs.start_run(graph="purchase", user=alice, input=REQUEST)
     Worker().run_once()
@@ -250,12 +252,9 @@ def test_a_changed_request_gets_a_new_version_and_runs_the_checks_again(
     ]
     assert review["checks_passed"] is False
     # approving version 2 cannot override the failed budget check
-    runs.start_run(
-        graph="purchase",
-        user=alice,
-        thread_id=first.thread_id,
-        command=decision(version=2),
-    )
+    decide(bob, first.thread_id, decision(version=2), strings=False)
+    senior = member("sam", "senior-reviewers")  # above 50,000 CNY: a second level
+    decide(senior, first.thread_id, {**decision(version=2), "decision_id": "d-2"}, strings=False)
     Worker().run_once()
     state = runnable("purchase").get_state(
         {"configurable": {"thread_id": first.thread_id}}

@@ -47,14 +47,27 @@ def test_seed_demo_queues_one_run_per_demo_graph_once(settings) -> None:
         "research": "studio.graphs.research:build",
     }
 
-    assert "Queued demo runs: purchase, research." in _seed()
+    assert "Queued demo runs: purchase, purchase, research." in _seed()
     _seed()
 
-    assert sorted(Run.objects.values_list("graph", flat=True)) == [
-        "purchase",
-        "research",
+    assert sorted(Run.objects.values_list("graph", "created_by__username")) == [
+        ("purchase", "requester"),
+        ("purchase", "requester"),
+        ("research", "demo"),
     ]
-    assert set(Run.objects.values_list("created_by__username", flat=True)) == {"demo"}
+
+
+def test_seed_demo_creates_one_account_per_role() -> None:
+    _seed("--no-runs")
+
+    for username, groups in (
+        ("demo", ["reviewers"]),
+        ("requester", []),
+        ("senior", ["senior-reviewers"]),
+    ):
+        user = authenticate(username=username, password=username)
+        assert user is not None, username
+        assert list(user.groups.values_list("name", flat=True)) == groups
 
 
 def test_seed_demo_without_runs() -> None:

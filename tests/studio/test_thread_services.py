@@ -231,13 +231,13 @@ def test_blame_of_an_unknown_key_is_not_found(ada: User) -> None:
 
 
 def test_compare_marks_the_keys_that_differ_between_two_branches(ada: User) -> None:
-    thread_id = run_now(ada, "purchase", REQUEST).thread_id
+    thread_id = run_now(ada, "open_purchase", REQUEST).thread_id
     normalized = next(
         checkpoint_id(s)
-        for s in checkpoints("purchase", thread_id)
+        for s in checkpoints("open_purchase", thread_id)
         if s.metadata["step"] == 1
     )
-    main_head = ids("purchase", thread_id)[0]
+    main_head = ids("open_purchase", thread_id)[0]
     time_travel.fork(
         ada,
         thread_id,
@@ -245,7 +245,7 @@ def test_compare_marks_the_keys_that_differ_between_two_branches(ada: User) -> N
         {"as_node": "normalize", "state.amount_minor": "20000000", "run": "on"},
     )
     drain()
-    branch_head = ids("purchase", thread_id)[0]
+    branch_head = ids("open_purchase", thread_id)[0]
 
     view = compare.compare(ada, thread_id, main_head, branch_head)
 

@@ -384,8 +384,8 @@ def test_fork_of_a_past_checkpoint_is_a_branch_in_the_tree(
 def test_fork_with_run_continues_from_the_new_checkpoint(
     signed_in: Client, ada: User
 ) -> None:
-    thread_id = run_now(ada, "purchase", REQUEST).thread_id
-    normalized = by_step("purchase", thread_id, 1)
+    thread_id = run_now(ada, "open_purchase", REQUEST).thread_id
+    normalized = by_step("open_purchase", thread_id, 1)
 
     response = signed_in.post(
         f"/threads/{thread_id}/checkpoints/{normalized}/fork/",
@@ -394,7 +394,7 @@ def test_fork_with_run_continues_from_the_new_checkpoint(
     assert response.status_code == 302
     drain()
 
-    head = history("purchase", thread_id)[0]
+    head = history("open_purchase", thread_id)[0]
     assert head.values["amount_minor"] == 20_000_000
     assert head.values["budget_ok"] is False
     assert head.next == ("human_review",)

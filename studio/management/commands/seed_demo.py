@@ -1,9 +1,17 @@
-"""``manage.py seed_demo``: the demo login and demo runs for embedded mode. Safe to run again.
+"""``manage.py seed_demo``: demo accounts, one per role, and demo runs for embedded mode. Safe to run again.
 
-The first time (when the demo user has no threads) it also queues one run of
-each shipped demo graph, so the studio opens with something to look at: a
-purchase paused at its review step, a finished research fan-out and a finished
-tool agent conversation. The in-process worker runs them once the server starts.
+Accounts (created once; an existing account's password is never changed):
+
+- ``demo`` / ``demo``: a reviewer (group ``reviewers``), owner of the demo
+  research and tool-agent runs;
+- ``requester`` / ``requester``: in no group; owner of the demo purchases;
+- ``senior`` / ``senior``: a senior reviewer (group ``senior-reviewers``), who
+  approves after a reviewer above the second-level amount.
+
+The first time (when an account has no threads) it also queues its demo runs:
+two purchases paused at their review step (48,000 CNY: one reviewer decides;
+72,500 CNY: a reviewer, then a senior reviewer), a research fan-out and a tool
+agent conversation. The in-process worker runs them once the server starts.
 ``--no-runs`` skips them.
 """
 
@@ -23,8 +31,16 @@ REVIEWER_GROUPS = ("reviewers", "senior-reviewers")
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "demo"
 
-DEMO_RUNS: tuple[tuple[str, dict[str, Any]], ...] = (
+DEMO_ACCOUNTS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
+    # username, password, first name, last name, groups
+    (DEMO_USERNAME, DEMO_PASSWORD, "Demo", "Reviewer", ("reviewers",)),
+    ("requester", "requester", "Rita", "Requester", ()),
+    ("senior", "senior", "Sam", "Senior", ("senior-reviewers",)),
+)
+
+DEMO_RUNS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     (
+        "requester",
         "purchase",
         {
             "request_id": "PO-1001",
@@ -35,19 +51,41 @@ DEMO_RUNS: tuple[tuple[str, dict[str, Any]], ...] = (
             "reason": "Standing desks for the new team room",
         },
     ),
-    ("research", {"question": "How do pricing and latency affect adoption?"}),
-    ("tool_agent", {"messages": [{"role": "user", "content": "What is order A-1001 in EUR?"}]}),
+    (
+        "requester",
+        "purchase",
+        {
+            "request_id": "PO-1002",
+            "approval_version": 1,
+            "amount_minor": 7_250_000,
+            "vendor": "Northwind Servers",
+            "category": "hardware",
+            "reason": "Two build servers for the CI farm",
+        },
+    ),
+    (
+        DEMO_USERNAME,
+        "research",
+        {"question": "How do pricing and latency affect adoption?"},
+    ),
+    (
+        DEMO_USERNAME,
+        "tool_agent",
+        {"messages": [{"role": "user", "content": "What is order A-1001 in EUR?"}]},
+    ),
 )
 
 
 class Command(BaseCommand):
     help = (
-        "Create the demo reviewer (demo / demo) and the reviewer groups, if missing; "
-        "queue one demo run per shipped graph the first time."
+        "Create the demo accounts (demo, requester, senior; password = username) and "
+        "the reviewer groups, if missing; queue the demo runs the first time."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--no-runs", action="store_true", help="do not queue demo runs")
+        parser.add_argument(
+            "--no-runs", action="store_true", help="do not queue demo runs"
+        )
 
     @transaction.atomic
     def handle(self, *args: Any, **options: Any) -> None:
@@ -55,27 +93,48 @@ class Command(BaseCommand):
             name: Group.objects.get_or_create(name=name)[0] for name in REVIEWER_GROUPS
         }
         user_model = get_user_model()
-        user, created = user_model.objects.get_or_create(
-            username=DEMO_USERNAME,
-            defaults={"first_name": "Demo", "last_name": "Reviewer"},
-        )
-        if created:
-            user.set_password(DEMO_PASSWORD)
-            user.save(update_fields=["password"])
-        user.groups.add(groups["reviewers"])
-        verb = "Created" if created else "Kept"
-        self.stdout.write(f"{verb} demo user {DEMO_USERNAME!r} (group: reviewers).")
-        if not options.get("no_runs") and not Thread.objects.filter(owner=user).exists():
-            self._queue_demo_runs(user)
+        users = {}
+        for username, password, first, last, member_of in DEMO_ACCOUNTS:
+            user, created = user_model.objects.get_or_create(
+                username=username, defaults={"first_name": first, "last_name": last}
+            )
+            if created:
+                user.set_password(password)
+                user.save(update_fields=["password"])
+            for name in member_of:
+                user.groups.add(groups[name])
+            users[username] = (user, created)
+            verb = "Created" if created else "Kept"
+            role = f"group: {', '.join(member_of)}" if member_of else "requester"
+            self.stdout.write(
+                f"{verb} demo user {username!r} ({role}; password {password!r} when created)."
+            )
+        if not options.get("no_runs"):
+            fresh = {
+                name
+                for name, (user, _) in users.items()
+                if not Thread.objects.filter(owner=user).exists()
+            }
+            self._queue_demo_runs({name: users[name][0] for name in fresh})
 
-    def _queue_demo_runs(self, user: Any) -> None:
+    def _queue_demo_runs(self, owners: dict[str, Any]) -> None:
         from studio.services.runs import start_run  # noqa: PLC0415 - needs the app ready
 
         registered = set(getattr(settings, "STUDIO_GRAPHS", {}))
         queued = []
-        for graph, payload in DEMO_RUNS:
-            if graph in registered:
-                start_run(graph=graph, user=user, input=payload)
+        for owner, graph, payload in DEMO_RUNS:
+            if graph in registered and owner in owners:
+                metadata = (
+                    {"request_id": payload["request_id"]}
+                    if "request_id" in payload
+                    else {}
+                )
+                start_run(
+                    graph=graph,
+                    user=owners[owner],
+                    input=payload,
+                    thread_metadata=metadata,
+                )
                 queued.append(graph)
         if queued:
             self.stdout.write(f"Queued demo runs: {', '.join(queued)}.")

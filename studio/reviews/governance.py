@@ -1,0 +1,139 @@
+"""Governed graphs: what only the reviewer console may do, declared once per graph.
+
+A graph's module declares ``GOVERNANCE = Governance(...)`` next to its factory
+(see ``studio/graphs/purchase.py``). For such a graph:
+
+- its console interrupts (``console_nodes``) are answered only through the
+  decision protocol (``studio.reviews.decisions``): a ``Command(resume=...)``
+  from any other path is refused;
+- no fork, ``update_state`` or ``Command(update=...)`` may write as a console node
+  or write a protected key, whoever asks (an administrator included);
+- the side effect behind the approval checks the ledger (``studio.reviews.ledger``).
+
+Pure rules plus one registry lookup: no engine calls, no ORM.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from studio import registry
+from studio.errors import Forbidden
+
+__all__ = ("GOVERNANCE_ATTR", "Governance", "GovernedWrite", "governance_for")
+
+GOVERNANCE_ATTR = "GOVERNANCE"
+"""The module attribute a governed graph's module defines."""
+
+
+class GovernedWrite(Forbidden):
+    """A state change that only the reviewer console may make."""
+
+    code = "governed_write"
+    title = "Only the reviewer console can do this"
+
+
+def _one_level(amount_minor: int) -> int:
+    return 1
+
+
+@dataclass(frozen=True, slots=True)
+class Governance:
+    """What the console alone may do on a graph, and how to read its review payload."""
+
+    console_nodes: frozenset[str]
+    """Nodes whose interrupts are answered only through the console."""
+    protected_keys: frozenset[str]
+    """State keys that no fork, ``update_state`` or command update may write."""
+    request_key: str = "request_id"
+    version_key: str = "approval_version"
+    amount_key: str = "amount_minor"
+    levels_for: Callable[[int], int] = field(default=_one_level)
+    """Approval levels an amount (minor units) needs: 1, or 2 for a second, senior level."""
+
+    def write_refusal(self, as_node: str | None, keys: Iterable[str]) -> str:
+        """Why writing ``keys`` as ``as_node`` is refused ("" when it is allowed)."""
+        problems = []
+        if as_node and as_node in self.console_nodes:
+            problems.append(
+                f"writing as {as_node!r} answers a review, which only the reviewer "
+                "console may do"
+            )
+        protected = sorted(set(keys) & self.protected_keys)
+        if protected:
+            problems.append(
+                f"{', '.join(protected)} {'is' if len(protected) == 1 else 'are'} "
+                "protected: only the graph's own checks and the console write "
+                f"{'it' if len(protected) == 1 else 'them'}"
+            )
+        if not problems:
+            return ""
+        return (
+            "This graph is governed by the reviewer console: "
+            + "; ".join(problems)
+            + ". Nobody can do this by editing state, an administrator included."
+        )
+
+    def refuse_write(self, as_node: str | None, keys: Iterable[str]) -> None:
+        """Raise :class:`GovernedWrite` when the write is refused."""
+        reason = self.write_refusal(as_node, keys)
+        if reason:
+            raise GovernedWrite(reason, as_node=as_node or "")
+
+    def command_refusal(
+        self, command: Mapping[str, Any] | None, waiting_nodes: Iterable[str]
+    ) -> str:
+        """Why a run command is refused outside the console ("" when it is allowed).
+
+        Args:
+            command: ``{"resume": ..., "update": ..., "goto": ...}`` as queued.
+            waiting_nodes: the nodes whose interrupts wait at the thread's head.
+        """
+        if not command:
+            return ""
+        if "resume" in command and command["resume"] is not None:
+            governed = sorted(set(waiting_nodes) & self.console_nodes)
+            if governed:
+                return (
+                    f"{', '.join(governed)} waits for a reviewer: answer it through the "
+                    "reviewer console (/reviews/<thread_id>/ or "
+                    "POST /api/reviews/<thread_id>/decision), not with a resume command."
+                )
+        update = command.get("update")
+        keys: list[str] = []
+        if isinstance(update, Mapping):
+            keys = [str(k) for k in update]
+        elif isinstance(update, list | tuple):
+            keys = [
+                str(pair[0])
+                for pair in update
+                if isinstance(pair, list | tuple) and pair
+            ]
+        goto = command.get("goto")
+        targets = [goto] if isinstance(goto, str) else list(goto or [])
+        names = [
+            t if isinstance(t, str) else str(getattr(t, "node", "")) for t in targets
+        ]
+        as_node = next((n for n in names if n in self.console_nodes), None)
+        return self.write_refusal(as_node, keys)
+
+
+def governance_for(graph: str) -> Governance | None:
+    """The graph's declaration, or None for an ungoverned graph (or an unknown name)."""
+    spec = registry.graph_specs().get(graph)
+    if spec is None:
+        return None
+    target = spec.rpartition(":")[0]
+    try:
+        module = (
+            registry.import_file(target)
+            if target.endswith(".py")
+            else importlib.import_module(target)
+        )
+    except Exception:  # an unloadable entry cannot run either; its pages say why
+        return None
+    declared = getattr(module, GOVERNANCE_ATTR, None)
+    return declared if isinstance(declared, Governance) else None

@@ -1,0 +1,280 @@
+"""The review queue: which governed requests wait for whom, kept in step with checkpoints.
+
+:func:`sync` runs after every run of a governed graph (the worker calls it): it
+reads the thread's head and records the waiting console interrupt as a
+``ReviewRequest`` (older versions of the thread become ``superseded``), or the
+outcome once the thread finished. The checkpoint stays the truth:
+:func:`waiting_review` re-reads it for the decision protocol. Every change is
+announced to the ``reviews`` channel group so header badges and the queue page
+update live.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from studio.models import ApprovalDecision, ReviewRequest, Thread
+from studio.reviews.audit import payload_hash
+from studio.reviews.governance import Governance, governance_for
+from studio.services.access import review_levels
+from studio.services.graphs import runnable
+
+__all__ = (
+    "REVIEWS_GROUP",
+    "QueueRow",
+    "WaitingReview",
+    "announce",
+    "pending_count",
+    "pending_for",
+    "sync",
+    "waiting_review",
+)
+
+log = logging.getLogger(__name__)
+
+REVIEWS_GROUP = "reviews"
+"""Channels group told whenever the queue changes (``reviews.changed``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingReview:
+    """The console interrupt waiting at a thread's head."""
+
+    node: str
+    interrupt_id: str
+    payload: dict[str, Any]
+    request_id: str
+    approval_version: int
+    amount_minor: int
+
+
+def waiting_review(thread: Thread, governance: Governance) -> WaitingReview | None:
+    """Read the head checkpoint: the unanswered console interrupt, if one waits."""
+    state = runnable(thread.graph).get_state(
+        {"configurable": {"thread_id": thread.thread_id}}
+    )
+    for task in state.tasks:
+        if task.name not in governance.console_nodes or task.result is not None:
+            continue
+        for item in task.interrupts:
+            payload = item.value if isinstance(item.value, dict) else {}
+            try:
+                return WaitingReview(
+                    node=task.name,
+                    interrupt_id=str(item.id),
+                    payload=dict(payload),
+                    request_id=str(payload[governance.request_key]),
+                    approval_version=int(payload[governance.version_key]),
+                    amount_minor=int(payload[governance.amount_key]),
+                )
+            except (KeyError, TypeError, ValueError):
+                log.warning(
+                    "thread %s: %s interrupted without a review payload",
+                    thread.thread_id,
+                    task.name,
+                )
+    return None
+
+
+def sync(thread_id: str) -> None:
+    """Bring the thread's ``ReviewRequest`` rows in line with its head checkpoint."""
+    thread = Thread.objects.filter(pk=thread_id).first()
+    if thread is None:
+        return
+    governance = governance_for(thread.graph)
+    if governance is None:
+        return
+    waiting = waiting_review(thread, governance)
+    now = timezone.now()
+    with transaction.atomic():
+        rows = ReviewRequest.objects.filter(thread=thread)
+        if waiting is not None:
+            row, created = ReviewRequest.objects.get_or_create(
+                thread=thread,
+                request_id=waiting.request_id,
+                approval_version=waiting.approval_version,
+                defaults=_row_fields(thread, governance, waiting, now),
+            )
+            if not created and row.status == ReviewRequest.Status.SUPERSEDED:
+                rows.filter(pk=row.pk).update(
+                    status=ReviewRequest.Status.PENDING, updated_at=now
+                )
+            rows.filter(status=ReviewRequest.Status.PENDING).exclude(pk=row.pk).update(
+                status=ReviewRequest.Status.SUPERSEDED, updated_at=now
+            )
+            if thread.metadata.get("request_id") != waiting.request_id:
+                thread.metadata = {**thread.metadata, "request_id": waiting.request_id}
+                Thread.objects.filter(pk=thread.pk).update(metadata=thread.metadata)
+        else:
+            _record_outcome(thread, rows, now)
+    announce()
+
+
+def _row_fields(
+    thread: Thread, governance: Governance, waiting: WaitingReview, now: datetime
+) -> dict[str, Any]:
+    payload = waiting.payload
+    approvals = ApprovalDecision.objects.filter(
+        thread=thread,
+        request_id=waiting.request_id,
+        approval_version=waiting.approval_version,
+        action="approve",
+    ).count()
+    return {
+        "graph": thread.graph,
+        "amount_minor": waiting.amount_minor,
+        "currency": str(payload.get("currency", "CNY"))[:8],
+        "vendor": str(payload.get("vendor", ""))[:200],
+        "category": str(payload.get("category", ""))[:64],
+        "requester_id": thread.owner_id,
+        "payload": payload,
+        "payload_hash": payload_hash(payload),
+        "interrupt_id": waiting.interrupt_id,
+        "levels_required": governance.levels_for(waiting.amount_minor),
+        "level": approvals + 1,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+def _record_outcome(
+    thread: Thread, rows: QuerySet[ReviewRequest], now: datetime
+) -> None:
+    latest = (
+        rows.exclude(status=ReviewRequest.Status.SUPERSEDED)
+        .order_by("-approval_version", "-created_at")
+        .first()
+    )
+    if latest is None:
+        return
+    values = (
+        runnable(thread.graph)
+        .get_state({"configurable": {"thread_id": thread.thread_id}})
+        .values
+    )
+    values = values if isinstance(values, dict) else {}
+    status = str(values.get("status", ""))
+    if status not in ("executed", "rejected"):
+        return
+    rows.filter(pk=latest.pk).update(
+        status=ReviewRequest.Status.CLOSED,
+        outcome=status,
+        outcome_text=str(values.get("result", "")),
+        updated_at=now,
+    )
+
+
+# -- reading ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRow:
+    """A pending review as the queue shows it."""
+
+    thread_id: str
+    request_id: str
+    approval_version: int
+    amount_minor: int
+    currency: str
+    vendor: str
+    category: str
+    requester: str
+    level: int
+    levels_required: int
+    waiting_since: datetime
+
+    @property
+    def amount(self) -> str:
+        return f"{self.amount_minor / 100:,.2f} {self.currency}"
+
+    @property
+    def level_label(self) -> str:
+        if self.levels_required == 1:
+            return "reviewer"
+        return "first level" if self.level == 1 else "senior (second level)"
+
+
+def _pending(user: Any) -> QuerySet[ReviewRequest]:
+    levels = review_levels(user)
+    if not levels:
+        return ReviewRequest.objects.none()
+    rows = ReviewRequest.objects.filter(
+        status=ReviewRequest.Status.PENDING, level__in=levels
+    ).exclude(requester_id=user.pk)
+    return rows
+
+
+def pending_for(
+    user: Any,
+    *,
+    vendor: str = "",
+    category: str = "",
+    level: int | None = None,
+    limit: int = 200,
+) -> list[QueueRow]:
+    """What ``user`` may decide, oldest first (optionally filtered)."""
+    rows = _pending(user).select_related("requester")
+    if vendor:
+        rows = rows.filter(vendor__icontains=vendor)
+    if category:
+        rows = rows.filter(category=category)
+    if level:
+        rows = rows.filter(level=level)
+    decided = _decided_by(
+        user
+    )  # a senior who approved level 1 does not approve level 2
+    return [
+        QueueRow(
+            thread_id=row.thread_id,
+            request_id=row.request_id,
+            approval_version=row.approval_version,
+            amount_minor=row.amount_minor,
+            currency=row.currency,
+            vendor=row.vendor,
+            category=row.category,
+            requester=row.requester.get_username() if row.requester else "",
+            level=row.level,
+            levels_required=row.levels_required,
+            waiting_since=row.created_at,
+        )
+        for row in rows.order_by("created_at", "pk")[:limit]
+        if (row.thread_id, row.request_id, row.approval_version) not in decided
+    ]
+
+
+def _decided_by(user: Any) -> set[tuple[str, str, int]]:
+    """(thread, request, version) this user already decided a level of."""
+    return set(
+        ApprovalDecision.objects.filter(reviewer_id=user.pk).values_list(
+            "thread_id", "request_id", "approval_version"
+        )
+    )
+
+
+def pending_count(user: Any) -> int:
+    """How many reviews wait for ``user`` (the header badge)."""
+    return len(pending_for(user, limit=1000))
+
+
+def announce() -> None:
+    """Tell every connected console that the queue changed (after the transaction)."""
+
+    def send() -> None:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        try:
+            async_to_sync(layer.group_send)(REVIEWS_GROUP, {"type": "reviews.changed"})
+        except Exception:  # badges catch up on the next change or page load
+            log.warning("could not announce a review queue change", exc_info=True)
+
+    transaction.on_commit(send)
