@@ -19,5 +19,5 @@ urlpatterns = [
         name="review-decision",
     ),
     # Last: anything else under /api/ is a JSON 404, not the HTML page.
-    re_path(r"^.*$", not_found, name="not-found"),
+    re_path(r"^.*$", not_found),
 ]

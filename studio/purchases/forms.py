@@ -145,10 +145,6 @@ class ItemState:
     def number(self) -> int:
         return self.index + 1
 
-    @property
-    def has_errors(self) -> bool:
-        return bool(self.sku.errors or self.qty.errors or self.unit_price.errors)
-
 
 @dataclass(frozen=True, slots=True)
 class PurchaseDraft:

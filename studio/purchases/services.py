@@ -177,6 +177,7 @@ def _fresh_request_id() -> str:
             Thread.objects.filter(metadata__request_id=candidate).exists()
             or ReviewRequest.objects.filter(request_id=candidate).exists()
             or PurchaseOutbox.objects.filter(request_id=candidate).exists()
+            or ApprovalDecision.objects.filter(request_id=candidate).exists()
         )
         if not used:
             return candidate
@@ -260,7 +261,8 @@ def _submitted(runs: Iterable[Run]) -> list[dict[str, Any]]:
     return [
         run.input
         for run in runs
-        if isinstance(run.input, dict) and isinstance(run.input.get("approval_version"), int)
+        if isinstance(run.input, dict)
+        and isinstance(run.input.get("approval_version"), int)
     ]
 
 

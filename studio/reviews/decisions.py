@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from django.db import IntegrityError, transaction
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator
 
 from studio.errors import (
     Conflict,
@@ -76,12 +76,6 @@ class DecisionForm(StrictForm):
         if not _DECISION_ID.match(value):
             raise ValueError("use letters, digits and . _ : - only (at most 64)")
         return value
-
-    @model_validator(mode="after")
-    def _reason_on_reject(self) -> DecisionForm:
-        if self.action == "reject" and not self.reason.strip():
-            raise ValueError("reason: say why you reject (the requester reads it)")
-        return self
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +207,8 @@ def _decide(
 
 
 def _parse(data: Mapping[str, Any], *, strings: bool) -> DecisionForm:
+    if not isinstance(data, Mapping):
+        raise InvalidInput("Send a JSON object.")
     sent = [k for k in SERVER_SET_FIELDS if k in data]
     if sent:
         raise InvalidInput(
@@ -220,25 +216,22 @@ def _parse(data: Mapping[str, Any], *, strings: bool) -> DecisionForm:
             "send it."
         )
     try:
-        if strings:
-            return DecisionForm.from_data(data)
-        if not isinstance(data, Mapping):
-            raise InvalidInput("Send a JSON object.")
-        return DecisionForm.model_validate(dict(data))
+        form = (
+            DecisionForm.from_data(data)
+            if strings
+            else DecisionForm.model_validate(dict(data))
+        )
     except ValidationError as exc:
         raise InvalidInput(present_validation(exc)) from exc
+    if form.action == "reject" and not form.reason.strip():
+        raise InvalidInput("reason: say why you reject (the requester reads it).")
+    return form
 
 
 def _record(
     user: Any, thread: Thread, governance: Governance, form: DecisionForm
 ) -> DecisionOutcome:
     Thread.objects.select_for_update().filter(pk=thread.pk).first()
-    if Run.objects.filter(thread=thread, status__in=ACTIVE).exists():
-        raise Conflict(
-            "This request is running right now (it was changed or is being resumed). "
-            "Reload the page when it waits for review again."
-        )
-    waiting = waiting_review(thread, governance)
     earlier = list(
         ApprovalDecision.objects.filter(
             request_id=form.request_id, approval_version=form.approval_version
@@ -246,6 +239,18 @@ def _record(
         .select_related("reviewer")
         .order_by("level")
     )
+    done = next((d for d in earlier if d.action == "reject"), None)
+    if done is None and earlier:
+        if len(earlier) >= governance.levels_for(earlier[0].amount_minor):
+            done = earlier[-1]
+    if done is not None:  # say who decided, even while the resume still runs
+        raise Conflict(_decided_message(done))
+    if Run.objects.filter(thread=thread, status__in=ACTIVE).exists():
+        raise Conflict(
+            "This request is running right now (it was changed or is being resumed). "
+            "Reload the page when it waits for review again."
+        )
+    waiting = waiting_review(thread, governance)
     if waiting is None:
         if earlier:
             raise Conflict(_decided_message(earlier[-1]))

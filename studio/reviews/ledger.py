@@ -148,10 +148,21 @@ def purchase_once(order: dict[str, Any]) -> dict[str, Any]:
                 )
             duplicate = False
         except IntegrityError:
-            PurchaseOutbox.objects.filter(request_id=rid).update(
+            row = PurchaseOutbox.objects.get(request_id=rid)
+            if row.thread_id != base["thread_id"]:
+                reason = f"request id {rid} was already bought by another request"
+                audit.record(
+                    None,
+                    "purchase.refused",
+                    **base,
+                    approval_version=version,
+                    amount_minor=order["amount_minor"],
+                    reason=reason,
+                )
+                return {"refused": reason}
+            PurchaseOutbox.objects.filter(pk=row.pk).update(
                 executions=F("executions") + 1
             )
-            row = PurchaseOutbox.objects.get(request_id=rid)
             duplicate = True
         audit.record(
             None,

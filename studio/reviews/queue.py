@@ -104,6 +104,11 @@ def sync(thread_id: str) -> None:
                 approval_version=waiting.approval_version,
                 defaults=_row_fields(thread, governance, waiting, now),
             )
+            fields = _row_fields(thread, governance, waiting, now)
+            if not created and row.payload_hash != fields["payload_hash"]:
+                # the same version asked again with other values: show what waits now
+                fields.pop("created_at")
+                rows.filter(pk=row.pk).update(**fields)
             if not created and row.status == ReviewRequest.Status.SUPERSEDED:
                 rows.filter(pk=row.pk).update(
                     status=ReviewRequest.Status.PENDING, updated_at=now

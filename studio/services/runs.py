@@ -18,7 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from studio.errors import Conflict, InvalidInput, ThreadNotFound
-from studio.models import AuditEntry, Run, Thread
+from studio.models import AuditEntry, ReviewRequest, Run, Thread
 from studio.reviews import audit
 from studio.reviews.governance import GovernedWrite, governance_for
 from studio.services.access import (
@@ -100,6 +100,9 @@ def start_run(
         existing = Thread.objects.filter(pk=thread_id).first()
         if existing is not None and can_see(user, existing):
             _refuse_governed_command(user, graph, existing, command)
+    request_id = _governed_request_id(graph, input)
+    if request_id:
+        thread_metadata = {**(thread_metadata or {}), "request_id": request_id}
     with transaction.atomic():
         if thread_id is None:
             thread = Thread.objects.create(
@@ -124,6 +127,8 @@ def start_run(
                 raise Conflict(
                     f"Thread {thread.thread_id!r} belongs to graph {thread.graph!r}, not {graph!r}."
                 )
+        if request_id:
+            _refuse_reused_request_id(request_id, thread)
         active = list(Run.objects.filter(thread=thread, status__in=ACTIVE))
         if active:
             if strategy == Run.Strategy.REJECT:
@@ -161,6 +166,35 @@ def _refuse_governed_command(
     if reason:
         audit.record_refusal(user, thread, "run.command", reason, command=command)
         raise GovernedWrite(reason, thread_id=thread.thread_id)
+
+
+def _governed_request_id(graph: str, input: Any) -> str:
+    """The request id a governed graph's input names ("" for other graphs and inputs)."""
+    if not isinstance(input, dict):
+        return ""
+    governance = governance_for(graph)
+    if governance is None:
+        return ""
+    value = input.get(governance.request_key)
+    return value if isinstance(value, str) else ""
+
+
+def _refuse_reused_request_id(request_id: str, thread: Thread) -> None:
+    """A request id names one request: its decisions and its purchase are keyed by it."""
+    taken = (
+        Thread.objects.filter(metadata__request_id=request_id)
+        .exclude(pk=thread.pk)
+        .exists()
+        or ReviewRequest.objects.filter(request_id=request_id)
+        .exclude(thread_id=thread.pk)
+        .exists()
+    )
+    if taken:
+        raise Conflict(
+            f"Request id {request_id!r} is already used by another request. Choose "
+            "another id, or change that request instead.",
+            request_id=request_id,
+        )
 
 
 def _request_cancel(run: Run, action: str, user: Any) -> None:

@@ -537,3 +537,14 @@ def test_the_audit_log_is_append_only(rex: User) -> None:
     with pytest.raises(AppendOnly):
         AuditEntry.objects.all().delete()
     assert AuditEntry.objects.get().action == "review.approved"
+
+
+def test_a_request_id_names_one_request(rita: User) -> None:
+    purchase(rita, request_id="PO-50")
+
+    with pytest.raises(Conflict, match="already used by another request"):
+        runs.start_run(
+            graph="purchase",
+            user=member("mallory"),
+            input={"request_id": "PO-50", "approval_version": 1, "amount_minor": 5},
+        )
