@@ -7,95 +7,143 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studio', '0001_initial'),
+        ("studio", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ReviewRequest',
+            name="ReviewRequest",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('graph', models.CharField(max_length=64)),
-                ('request_id', models.CharField(max_length=128)),
-                ('approval_version', models.PositiveIntegerField()),
-                ('amount_minor', models.BigIntegerField()),
-                ('currency', models.CharField(default='CNY', max_length=8)),
-                ('vendor', models.CharField(blank=True, default='', max_length=200)),
-                ('category', models.CharField(blank=True, default='', max_length=64)),
-                ('payload', models.JSONField(default=dict)),
-                ('payload_hash', models.CharField(max_length=64)),
-                ('interrupt_id', models.CharField(blank=True, default='', max_length=64)),
-                ('levels_required', models.PositiveSmallIntegerField(default=1)),
-                ('level', models.PositiveSmallIntegerField(default=1)),
-                ('status', models.CharField(choices=[('pending', 'waiting for a decision'), ('decided', 'decided'), ('superseded', 'replaced by a newer version'), ('closed', 'closed')], default='pending', max_length=16)),
-                ('outcome', models.CharField(blank=True, default='', max_length=16)),
-                ('outcome_text', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('updated_at', models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                ("graph", models.CharField(max_length=64)),
+                ("request_id", models.CharField(max_length=128)),
+                ("approval_version", models.PositiveIntegerField()),
+                ("amount_minor", models.BigIntegerField()),
+                ("currency", models.CharField(default="CNY", max_length=8)),
+                ("vendor", models.CharField(blank=True, default="", max_length=200)),
+                ("category", models.CharField(blank=True, default="", max_length=64)),
+                ("payload", models.JSONField(default=dict)),
+                ("payload_hash", models.CharField(max_length=64)),
+                (
+                    "interrupt_id",
+                    models.CharField(blank=True, default="", max_length=64),
+                ),
+                ("levels_required", models.PositiveSmallIntegerField(default=1)),
+                ("level", models.PositiveSmallIntegerField(default=1)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "waiting for a decision"),
+                            ("decided", "decided"),
+                            ("superseded", "replaced by a newer version"),
+                            ("closed", "closed"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("outcome", models.CharField(blank=True, default="", max_length=16)),
+                ("outcome_text", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("updated_at", models.DateTimeField(default=django.utils.timezone.now)),
             ],
         ),
         migrations.RemoveConstraint(
-            model_name='approvaldecision',
-            name='one_decision_per_version',
+            model_name="approvaldecision",
+            name="one_decision_per_version",
         ),
         migrations.AddField(
-            model_name='approvaldecision',
-            name='amount_minor',
+            model_name="approvaldecision",
+            name="amount_minor",
             field=models.BigIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='approvaldecision',
-            name='level',
+            model_name="approvaldecision",
+            name="level",
             field=models.PositiveSmallIntegerField(default=1),
         ),
         migrations.AddField(
-            model_name='approvaldecision',
-            name='run_id',
-            field=models.CharField(blank=True, default='', max_length=64),
+            model_name="approvaldecision",
+            name="run_id",
+            field=models.CharField(blank=True, default="", max_length=64),
         ),
         migrations.AddField(
-            model_name='approvaldecision',
-            name='seen_hash',
-            field=models.CharField(blank=True, default='', max_length=64),
+            model_name="approvaldecision",
+            name="seen_hash",
+            field=models.CharField(blank=True, default="", max_length=64),
         ),
         migrations.AddField(
-            model_name='auditentry',
-            name='request_id',
-            field=models.CharField(blank=True, db_index=True, default='', max_length=128),
+            model_name="auditentry",
+            name="request_id",
+            field=models.CharField(
+                blank=True, db_index=True, default="", max_length=128
+            ),
         ),
         migrations.AlterField(
-            model_name='auditentry',
-            name='action',
+            model_name="auditentry",
+            name="action",
             field=models.CharField(db_index=True, max_length=64),
         ),
         migrations.AlterField(
-            model_name='auditentry',
-            name='actor',
-            field=models.ForeignKey(db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="auditentry",
+            name="actor",
+            field=models.ForeignKey(
+                db_constraint=False,
+                null=True,
+                on_delete=django.db.models.deletion.DO_NOTHING,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='approvaldecision',
-            constraint=models.UniqueConstraint(fields=('request_id', 'approval_version', 'level'), name='one_decision_per_version_level'),
+            model_name="approvaldecision",
+            constraint=models.UniqueConstraint(
+                fields=("request_id", "approval_version", "level"),
+                name="one_decision_per_version_level",
+            ),
         ),
         migrations.AddField(
-            model_name='reviewrequest',
-            name='requester',
-            field=models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='studio_review_requests', to=settings.AUTH_USER_MODEL),
+            model_name="reviewrequest",
+            name="requester",
+            field=models.ForeignKey(
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="studio_review_requests",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='reviewrequest',
-            name='thread',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='review_requests', to='studio.thread'),
+            model_name="reviewrequest",
+            name="thread",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="review_requests",
+                to="studio.thread",
+            ),
         ),
         migrations.AddIndex(
-            model_name='reviewrequest',
-            index=models.Index(fields=['status', 'level', 'created_at'], name='studio_revi_status_eb2c39_idx'),
+            model_name="reviewrequest",
+            index=models.Index(
+                fields=["status", "level", "created_at"],
+                name="studio_revi_status_eb2c39_idx",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='reviewrequest',
-            constraint=models.UniqueConstraint(fields=('thread', 'request_id', 'approval_version'), name='one_review_per_thread_version'),
+            model_name="reviewrequest",
+            constraint=models.UniqueConstraint(
+                fields=("thread", "request_id", "approval_version"),
+                name="one_review_per_thread_version",
+            ),
         ),
     ]

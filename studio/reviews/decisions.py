@@ -240,9 +240,12 @@ def _record(
         .order_by("level")
     )
     done = next((d for d in earlier if d.action == "reject"), None)
-    if done is None and earlier:
-        if len(earlier) >= governance.levels_for(earlier[0].amount_minor):
-            done = earlier[-1]
+    if (
+        done is None
+        and earlier
+        and len(earlier) >= governance.levels_for(earlier[0].amount_minor)
+    ):
+        done = earlier[-1]
     if done is not None:  # say who decided, even while the resume still runs
         raise Conflict(_decided_message(done))
     if Run.objects.filter(thread=thread, status__in=ACTIVE).exists():

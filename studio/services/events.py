@@ -141,7 +141,9 @@ class EventWriter:
         if not self.pending:
             self.oldest = time.monotonic()
         self.pending.append(
-            RunEvent(run=self.run, thread_id=self.run.thread_id, kind=kind, payload=payload)
+            RunEvent(
+                run=self.run, thread_id=self.run.thread_id, kind=kind, payload=payload
+            )
         )
         if (
             kind in URGENT_KINDS

@@ -57,7 +57,9 @@ def test_two_reviewers_at_once_exactly_one_wins(actions: tuple[str, str]) -> Non
     assert len(outcomes) == 2 and len(refused) == 1, outcomes
     assert "already" in refused[0].message
     assert ApprovalDecision.objects.filter(request_id="PO-RACE").count() == 1
-    assert Run.objects.filter(thread_id=thread_id).count() == 2  # the start and one resume
+    assert (
+        Run.objects.filter(thread_id=thread_id).count() == 2
+    )  # the start and one resume
     drain()
     winner = ApprovalDecision.objects.get(request_id="PO-RACE")
     assert PurchaseOutbox.objects.count() == (1 if winner.action == "approve" else 0)

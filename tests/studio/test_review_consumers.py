@@ -33,12 +33,19 @@ def _cookie(username: str, *groups: str) -> bytes:
 
 @sync_to_async
 def _purchase(requester: str, request_id: str) -> str:
-    return purchase(User.objects.get(username=requester), request_id=request_id).thread_id
+    return purchase(
+        User.objects.get(username=requester), request_id=request_id
+    ).thread_id
 
 
 @sync_to_async
 def _approve(reviewer: str, thread_id: str, request_id: str) -> None:
-    decide(User.objects.get(username=reviewer), thread_id, decision(request_id), strings=False)
+    decide(
+        User.objects.get(username=reviewer),
+        thread_id,
+        decision(request_id),
+        strings=False,
+    )
 
 
 def _badge(html: str) -> int:
@@ -69,7 +76,9 @@ async def test_the_badge_counts_new_reviews_and_decisions_live() -> None:
 
 async def test_a_non_reviewer_socket_is_closed_with_4403() -> None:
     socket = WebsocketCommunicator(
-        application, "/ws/reviews/", headers=[ORIGIN, (b"cookie", await _cookie("rita"))]
+        application,
+        "/ws/reviews/",
+        headers=[ORIGIN, (b"cookie", await _cookie("rita"))],
     )
 
     await socket.connect()

@@ -11,10 +11,10 @@ from django.utils import timezone
 
 from studio.errors import Conflict, ThreadNotFound
 from studio.models import PurchaseOutbox, Run, RunEvent, Thread
+from studio.reviews.decisions import decide
 from studio.services import runs
 from studio.services.graphs import runnable
 from studio.services.worker import Worker
-from studio.reviews.decisions import decide
 from tests._support.reviews import member
 from tests._support.studio import serve_graphs
 from tests.studio.engine_graphs_for_tests import calls
@@ -254,7 +254,12 @@ def test_a_changed_request_gets_a_new_version_and_runs_the_checks_again(
     # approving version 2 cannot override the failed budget check
     decide(bob, first.thread_id, decision(version=2), strings=False)
     senior = member("sam", "senior-reviewers")  # above 50,000 CNY: a second level
-    decide(senior, first.thread_id, {**decision(version=2), "decision_id": "d-2"}, strings=False)
+    decide(
+        senior,
+        first.thread_id,
+        {**decision(version=2), "decision_id": "d-2"},
+        strings=False,
+    )
     Worker().run_once()
     state = runnable("purchase").get_state(
         {"configurable": {"thread_id": first.thread_id}}
