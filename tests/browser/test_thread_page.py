@@ -19,10 +19,12 @@ def sign_in(page: Page, server: LiveServer, path: str) -> None:
     expect(page).to_have_url(f"{server.url}{path}")
 
 
-def start_purchase(page: Page, server: LiveServer, vendor: str = "Acme") -> str:
+def start_purchase(
+    page: Page, server: LiveServer, request_id: str, vendor: str = "Acme"
+) -> str:
     """Start a purchase from the graph page; returns the thread page's address."""
     sign_in(page, server, "/graphs/purchase/")
-    page.get_by_label("request_id").fill("PO-7")
+    page.get_by_label("request_id").fill(request_id)
     page.get_by_label("approval_version").fill("1")
     page.get_by_label("amount_minor").fill("4200000")
     page.get_by_label("vendor").fill(vendor)
@@ -37,10 +39,10 @@ def row(page: Page, step: int):
     )
 
 
-def test_purchase_reaches_review_then_a_fork_with_an_edited_amount_branches(
+def test_purchase_reaches_review_then_a_fork_with_an_edited_reason_branches(
     page: Page, server: LiveServer, console_errors: list[str]
 ) -> None:
-    thread_url = start_purchase(page, server)
+    thread_url = start_purchase(page, server, "PO-7")
 
     # the timeline follows the run until the review interrupts it
     expect(row(page, 2).locator(".badge--interrupted")).to_be_visible(timeout=WAIT)
@@ -65,33 +67,37 @@ def test_purchase_reaches_review_then_a_fork_with_an_edited_amount_branches(
     expect(page.locator('[id="node-budget"]')).to_have_class(re.compile(r"\bis-next\b"))
     expect(row(page, 1)).to_have_attribute("aria-current", "step")
 
-    # fork step 1 with an edited amount: a bad edit first, then a good one
+    # fork step 1: a bad edit, then an edit of what the review governs, then a good one
     page.get_by_role("link", name="Fork with edits").click()
     page.get_by_label("items").fill("[{broken")
     page.get_by_role("button", name="Create branch").click()
     expect(page.locator("#fork-items-errors")).to_contain_text("Invalid JSON")
     page.get_by_label("items").fill("[]")
     page.get_by_label("amount_minor").fill("20000000")
+    page.get_by_role("button", name="Create branch").click()
+    expect(page.locator("#step-panel")).to_contain_text("amount_minor is protected")
+    page.get_by_label("amount_minor").fill("4200000")
+    page.get_by_label("reason", exact=True).fill("Urgent: the old desks broke")
     page.get_by_label("Then run from the new checkpoint").check()
     page.get_by_role("button", name="Create branch").click()
 
     expect(page.locator("#flash")).to_contain_text("Created a branch at step 2")
     expect(page.locator("#fork-tree")).to_contain_text("fork with edits by demo")
-    # the branch's run reaches the review again, now with a failed budget check
+    # the branch's run reaches the review again, with the new reason
     expect(page.locator(".timeline__row .badge--interrupted")).to_have_count(
         2, timeout=WAIT
     )
     page.goto(thread_url)  # the newest step: the branch's review
-    expect(page.locator("#step-panel")).to_contain_text(
-        "200,000.00 CNY exceeds the limit"
-    )
+    expect(page.locator("#step-panel")).to_contain_text("Urgent: the old desks broke")
     assert [e for e in console_errors if "422" not in e] == []
 
 
 def test_thread_page_reads_without_javascript(
     page: Page, browser: Browser, server: LiveServer
 ) -> None:
-    thread_url = start_purchase(page, server, vendor="<script>alert(1)</script>")
+    thread_url = start_purchase(
+        page, server, "PO-8", vendor="<script>alert(1)</script>"
+    )
     expect(row(page, 2).locator(".badge--interrupted")).to_be_visible(timeout=WAIT)
     context = browser.new_context(java_script_enabled=False)
     context.add_cookies(page.context.cookies())

@@ -548,3 +548,30 @@ def test_a_request_id_names_one_request(rita: User) -> None:
             user=member("mallory"),
             input={"request_id": "PO-50", "approval_version": 1, "amount_minor": 5},
         )
+
+
+def test_a_retried_execute_buys_once(rita: User, rex: User) -> None:
+    """The purchaser is idempotent by request id: a retry records a repeat, not a purchase."""
+    from studio.reviews.ledger import purchase_once  # noqa: PLC0415
+
+    thread_id = purchase(rita, request_id="PO-60").thread_id
+    decide(rex, thread_id, decision("PO-60"), strings=False)  # the resume is not run
+    order = {
+        "request_id": "PO-60",
+        "approval_version": 1,
+        "amount_minor": 480_050,
+        "vendor": "Acme",
+        "category": "office",
+        "items": [],
+        "requester": "rita",
+        "thread_id": thread_id,
+        "levels_required": 1,
+        "check_problems": [],
+    }
+
+    first, second = purchase_once(order), purchase_once(order)
+
+    assert (first["duplicate"], second["duplicate"]) == (False, True)
+    assert first["purchase_id"] == second["purchase_id"]
+    assert PurchaseOutbox.objects.get().executions == 2
+    assert purchase_once({**order, "amount_minor": 1}).get("refused")
