@@ -462,6 +462,14 @@ class ForkFormView:
     run: bool = False
     errors: tuple[str, ...] = ()
     schema_kind: str = ""
+    locked_keys: frozenset[str] = frozenset()
+    """Keys the graph's governance protects: shown read-only (the server refuses them too)."""
+    locked_nodes: frozenset[str] = frozenset()
+    """Nodes only the reviewer console may write as: not offered (and refused)."""
+
+    @property
+    def offered_nodes(self) -> tuple[str, ...]:
+        return tuple(node for node in self.nodes if node not in self.locked_nodes)
 
     @property
     def short_id(self) -> str:

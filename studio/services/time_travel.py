@@ -192,6 +192,7 @@ def _form(
 ) -> ForkFormView:
     info = history.state_info
     metadata = saved.metadata or {}
+    governance = governance_for(history.thread.graph)
     return ForkFormView(
         thread_id=history.thread.thread_id,
         checkpoint_id=checkpoint_id_of(saved.config),
@@ -207,15 +208,20 @@ def _form(
         as_node=as_node,
         run=run,
         schema_kind=getattr(info, "kind", ""),
+        locked_keys=governance.protected_keys if governance else frozenset(),
+        locked_nodes=governance.console_nodes if governance else frozenset(),
     )
 
 
 def _default_node(history: ThreadHistory, saved: Any) -> str:
     """The node that made the checkpoint, when one did; else the first node."""
-    ran = [node for node in writers(saved.metadata) if node in history.nodes]
+    governance = governance_for(history.thread.graph)
+    locked = governance.console_nodes if governance else frozenset()
+    nodes = [node for node in history.nodes if node not in locked]
+    ran = [node for node in writers(saved.metadata) if node in nodes]
     if ran:
         return ran[-1]
-    return history.nodes[0] if history.nodes else ""
+    return nodes[0] if nodes else ""
 
 
 def _reducers(history: ThreadHistory) -> dict[str, Any]:

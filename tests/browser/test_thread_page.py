@@ -67,16 +67,13 @@ def test_purchase_reaches_review_then_a_fork_with_an_edited_reason_branches(
     expect(page.locator('[id="node-budget"]')).to_have_class(re.compile(r"\bis-next\b"))
     expect(row(page, 1)).to_have_attribute("aria-current", "step")
 
-    # fork step 1: a bad edit, then an edit of what the review governs, then a good one
+    # fork step 1: what the review governs is read-only, the reason can be edited
     page.get_by_role("link", name="Fork with edits").click()
-    page.get_by_label("items").fill("[{broken")
-    page.get_by_role("button", name="Create branch").click()
-    expect(page.locator("#fork-items-errors")).to_contain_text("Invalid JSON")
-    page.get_by_label("items").fill("[]")
-    page.get_by_label("amount_minor").fill("20000000")
-    page.get_by_role("button", name="Create branch").click()
-    expect(page.locator("#step-panel")).to_contain_text("amount_minor is protected")
-    page.get_by_label("amount_minor").fill("4200000")
+    expect(page.get_by_label("items")).to_have_attribute("readonly", "")
+    expect(page.get_by_label("amount_minor")).to_have_attribute("readonly", "")
+    expect(page.locator("#fork-as-node option", has_text="human_review")).to_have_count(
+        0
+    )
     page.get_by_label("reason", exact=True).fill("Urgent: the old desks broke")
     page.get_by_label("Then run from the new checkpoint").check()
     page.get_by_role("button", name="Create branch").click()
