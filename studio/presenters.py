@@ -267,6 +267,8 @@ class StepPanel:
     waterfall: WaterfallStep | None = None
     before: str = ""
     """The timeline cursor to keep in links."""
+    read_only: bool = False
+    """The viewer may read but not change the thread (a reviewer): no time-travel actions."""
     follow: bool = False
     """Shown by default as the thread's newest step: when a run finishes, the page
     swaps in the new newest step (else it refreshes this one)."""

@@ -35,7 +35,7 @@ from studio.presenters import (
     present_changes,
 )
 from studio.services import fork_tree, graphs, live, waterfall
-from studio.services.access import visible_thread, visible_threads
+from studio.services.access import can_change, visible_thread, visible_threads
 from studio.services.checkpoints import (
     ThreadHistory,
     checkpoint_id_of,
@@ -166,7 +166,13 @@ def thread_page(
     if selected and not checkpoint_id:
         line = _timeline_with(line, selected)
     panel = (
-        _panel(history, selected, before, follow=not (checkpoint_id or before))
+        _panel(
+            history,
+            selected,
+            before,
+            follow=not (checkpoint_id or before),
+            read_only=not can_change(user, thread),
+        )
         if selected
         else None
     )
@@ -197,7 +203,12 @@ def step_panel(
 ) -> StepPanel:
     """One checkpoint: the writes that made it, its diff, the next step's tasks."""
     thread = visible_thread(user, thread_id)
-    return _panel(ThreadHistory(thread), checkpoint_id, before)
+    return _panel(
+        ThreadHistory(thread),
+        checkpoint_id,
+        before,
+        read_only=not can_change(user, thread),
+    )
 
 
 def newest_panel(user: Any, thread_id: str) -> StepPanel | None:
@@ -210,7 +221,13 @@ def newest_panel(user: Any, thread_id: str) -> StepPanel | None:
     newest = history.page(limit=1)
     if not newest:
         return None
-    return _panel(history, checkpoint_id_of(newest[0].config), "", follow=True)
+    return _panel(
+        history,
+        checkpoint_id_of(newest[0].config),
+        "",
+        follow=True,
+        read_only=not can_change(user, thread),
+    )
 
 
 def _summary(thread: Thread) -> ThreadSummary:
@@ -274,7 +291,12 @@ def _timeline_with(line: Timeline, selected: str) -> Timeline:
 
 
 def _panel(
-    history: ThreadHistory, checkpoint_id: str, before: str, *, follow: bool = False
+    history: ThreadHistory,
+    checkpoint_id: str,
+    before: str,
+    *,
+    follow: bool = False,
+    read_only: bool = False,
 ) -> StepPanel:
     snapshot = history.snapshot(checkpoint_id)
     parent_id = parent_id_of(snapshot)
@@ -311,6 +333,7 @@ def _panel(
         ),
         before=before,
         follow=follow,
+        read_only=read_only,
     )
 
 
