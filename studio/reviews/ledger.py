@@ -117,16 +117,7 @@ def purchase_once(order: dict[str, Any]) -> dict[str, Any]:
     with transaction.atomic():
         problems = list(order.get("check_problems") or []) + approval_problems(order)
         if problems:
-            reason = "; ".join(problems)
-            audit.record(
-                None,
-                "purchase.refused",
-                **base,
-                approval_version=version,
-                amount_minor=order["amount_minor"],
-                reason=reason,
-            )
-            return {"refused": reason}
+            return _refused(order, "; ".join(problems))
         approved_by = list(
             ApprovalDecision.objects.filter(
                 thread_id=base["thread_id"],
@@ -150,16 +141,9 @@ def purchase_once(order: dict[str, Any]) -> dict[str, Any]:
         except IntegrityError:
             row = PurchaseOutbox.objects.get(request_id=rid)
             if row.thread_id != base["thread_id"]:
-                reason = f"request id {rid} was already bought by another request"
-                audit.record(
-                    None,
-                    "purchase.refused",
-                    **base,
-                    approval_version=version,
-                    amount_minor=order["amount_minor"],
-                    reason=reason,
+                return _refused(
+                    order, f"request id {rid} was already bought by another request"
                 )
-                return {"refused": reason}
             PurchaseOutbox.objects.filter(pk=row.pk).update(
                 executions=F("executions") + 1
             )
@@ -174,3 +158,17 @@ def purchase_once(order: dict[str, Any]) -> dict[str, Any]:
             approved_by=approved_by,
         )
     return {"purchase_id": row.pk, "duplicate": duplicate, "approved_by": approved_by}
+
+
+def _refused(order: dict[str, Any], reason: str) -> dict[str, Any]:
+    """Audit a refusal to buy ``order``; what the purchaser returns for it."""
+    audit.record(
+        None,
+        "purchase.refused",
+        thread_id=order.get("thread_id", ""),
+        request_id=order["request_id"],
+        approval_version=order["approval_version"],
+        amount_minor=order["amount_minor"],
+        reason=reason,
+    )
+    return {"refused": reason}
