@@ -2,16 +2,24 @@
 
 Starts Daphne on a throwaway SQLite database (the browser tests' live server, demo
 data seeded), drives Debian's Chromium through Playwright like a person would
-(start a purchase, let it reach the review, fork a step with an edited amount), and
-writes PNGs next to this file at a 1280 px wide viewport:
+(open the review queue, approve a seeded purchase, start a purchase, let it reach
+the review, fork a step with an edited reason), and writes PNGs next to this file
+at a 1280 px wide viewport:
 
     graphs.png          the graphs list
     graph-purchase.png  the purchase graph page
+    reviews-queue.png   the reviewer console's queue (demo): the two seeded purchases
+    review-decision.png the decision page of PO-1002 (two approval levels)
     thread-review.png   a purchase paused at human review: step panel with the
                         budget_ok diff, the Activity panel, the marked drawing
-    fork-tree.png       the thread after a fork with an edited amount
+    fork-tree.png       the thread after a fork with an edited reason (written as
+                        ``normalize``: the purchase graph is governed, its amount
+                        is protected and cannot be forked with another value)
     waterfall.png       the step waterfall of the newest run (the branch's)
     compare.png         the two branches' review steps side by side
+    purchases.png       requester's "My requests" after demo approved PO-1001
+                        through the page and the purchase executed
+    review-mobile.png   the decision page of PO-1002 on a phone (390 px wide)
 
 Options: ``--out DIR`` (default: this folder), ``--keep`` (leave the server's
 files in a temporary folder and print where).
@@ -24,12 +32,14 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))  # tests._support: the live server and browser helpers
 
-from playwright.sync_api import Page, expect, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
 
 from tests._support.browser import (  # noqa: E402
     CHROMIUM,
@@ -40,7 +50,9 @@ from tests._support.browser import (  # noqa: E402
 from tests._support.live_server import LiveServer, live_server  # noqa: E402
 
 WIDTH = 1280
+PHONE = {"width": 390, "height": 844}
 WAIT = 30_000
+FORKED_REASON = "Laptops for the three new engineers, and a spare for on-call"
 
 
 def row(page: Page, step: int, nth: int = 0) -> object:
@@ -62,19 +74,54 @@ def shoot(page: Page, out: Path, name: str, *, full_page: bool = False) -> None:
     )
 
 
+def new_page(browser: Browser, **options: Any) -> Page:
+    context = browser.new_context(locale="en-US", **options)
+    context.set_default_timeout(WAIT)
+    return context.new_page()
+
+
+def review_url(page: Page, request_id: str) -> str:
+    """From the queue (open): the decision page's address of ``request_id``."""
+    link = page.locator("#review-queue").get_by_role(
+        "link", name=re.compile(rf"^{re.escape(request_id)}\b")
+    )
+    href = link.get_attribute("href")
+    assert href, f"{request_id} is not in the queue"
+    return href
+
+
 def take(server: LiveServer, out: Path) -> None:
+    expect.set_options(timeout=WAIT)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(
             executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
         )
-        context = browser.new_context(
-            locale="en-US", viewport={"width": WIDTH, "height": 800}
-        )
-        context.set_default_timeout(WAIT)
-        page = context.new_page()
+        page = new_page(browser, viewport={"width": WIDTH, "height": 800})
 
         sign_in(page, server, "/")
         shoot(page, out, "graphs.png")
+
+        # the reviewer console (demo is a reviewer): the seeded purchases wait
+        page.goto(f"{server.url}/reviews/")
+        queue = page.locator("#review-queue")
+        expect(queue).to_contain_text("PO-1001")
+        expect(queue).to_contain_text("PO-1002")
+        shoot(page, out, "reviews-queue.png")
+        first_url = f"{server.url}{review_url(page, 'PO-1001')}"
+        second_url = f"{server.url}{review_url(page, 'PO-1002')}"
+
+        page.goto(second_url)
+        expect(page.get_by_role("button", name="Record decision")).to_be_visible()
+        shoot(page, out, "review-decision.png", full_page=True)
+
+        # approve PO-1001 through the page: the purchase executes
+        page.goto(first_url)
+        page.get_by_role("radio", name=re.compile("^Approve")).check()
+        page.get_by_label(re.compile("^Reason")).fill(
+            "Within budget; Acme is on the approved vendor list."
+        )
+        page.get_by_role("button", name="Record decision").click()
+        expect(page.locator("#flash")).to_contain_text("Approved PO-1001 v1 by demo")
 
         page.goto(f"{server.url}/graphs/purchase/")
         page.set_viewport_size({"width": WIDTH, "height": 900})
@@ -94,18 +141,20 @@ def take(server: LiveServer, out: Path) -> None:
         )
         shoot(page, out, "thread-review.png", full_page=True)
 
-        # fork step 1 with an amount over the budget, and run the branch
+        # fork step 1 with an edited reason, written as normalize (the purchase graph
+        # is governed: its amount is protected), and run the branch to the review
         first_review = page.locator("#step-panel").get_attribute("data-checkpoint")
         row(page, 1).locator(".timeline__link").click()
         expect(page.locator("#step-panel h2")).to_contain_text("Step 1")
         page.get_by_role("link", name="Fork with edits").click()
-        page.get_by_label("amount_minor").fill("20000000")
+        page.get_by_label("Write as node").select_option("normalize")
+        page.get_by_label("reason", exact=True).fill(FORKED_REASON)
         page.get_by_label("Then run from the new checkpoint").check()
         page.get_by_role("button", name="Create branch").click()
         expect(page.locator("#fork-tree")).to_contain_text("fork with edits by demo")
         expect(page.locator(".timeline__row .badge--interrupted")).to_have_count(2)
         page.goto(thread_url)
-        expect(page.locator("#step-panel")).to_contain_text("exceeds the limit")
+        expect(page.locator("#step-panel")).to_contain_text(FORKED_REASON)
         second_review = page.locator("#step-panel").get_attribute("data-checkpoint")
         shoot(page, out, "fork-tree.png")
 
@@ -115,8 +164,33 @@ def take(server: LiveServer, out: Path) -> None:
 
         page.goto(f"{thread_url}compare/?a={first_review}&b={second_review}")
         shoot(page, out, "compare.png", full_page=True)
+        page.context.close()
 
-        context.close()
+        # the requester's list: PO-1001 approved and executed, PO-1002 waiting
+        mine = new_page(browser, viewport={"width": WIDTH, "height": 800})
+        sign_in(mine, server, "/purchases/", user="requester", password="requester")
+        executed = mine.locator("tr", has_text="PO-1001")
+        deadline = time.monotonic() + WAIT / 1000
+        while "executed" not in executed.inner_text() and time.monotonic() < deadline:
+            time.sleep(0.3)
+            mine.reload()
+        expect(executed).to_contain_text("executed")
+        shoot(mine, out, "purchases.png")
+        mine.context.close()
+
+        # the decision page on a phone
+        phone = new_page(
+            browser,
+            viewport=PHONE,
+            device_scale_factor=2,
+            is_mobile=True,
+            has_touch=True,
+        )
+        sign_in(phone, server, second_url.removeprefix(server.url))
+        expect(phone.get_by_role("button", name="Record decision")).to_be_visible()
+        shoot(phone, out, "review-mobile.png", full_page=True)
+        phone.context.close()
+
         browser.close()
 
 
