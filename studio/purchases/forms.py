@@ -339,10 +339,21 @@ def _check[M: StrictForm](
         return None
 
 
+_PLAIN = {
+    "int_parsing": "Enter a whole number, e.g. 3.",
+    "int_type": "Enter a whole number, e.g. 3.",
+    "string_too_short": REQUIRED,
+}
+"""pydantic's wording for a programmer -> words for the person filling the form."""
+
+
 def _message(error: Mapping[str, Any]) -> str:
     if error["type"] == "missing":
         return REQUIRED
-    return str(error["msg"]).removeprefix("Value error, ")
+    if error["type"] in _PLAIN:
+        return _PLAIN[error["type"]]
+    text = str(error["msg"]).removeprefix("Value error, ")
+    return text[:1].upper() + text[1:]
 
 
 def _check_sum(draft: PurchaseDraft, errors: dict[str, list[str]]) -> None:

@@ -14,7 +14,7 @@ from studio.errors import Forbidden, NotFound
 from studio.models import ApprovalDecision, ReviewRequest, Run, Thread
 from studio.reviews.decisions import decisions_of
 from studio.reviews.governance import governance_for
-from studio.reviews.queue import QueueRow, pending_for, waiting_review
+from studio.reviews.queue import QueueRow, level_label, pending_for, waiting_review
 from studio.services.access import REVIEWER_GROUPS, review_levels, visible_thread
 from studio.services.runs import ACTIVE
 
@@ -123,11 +123,13 @@ class ReviewPage:
     decisions: list[DecisionRow] = field(default_factory=list)
     versions: list[VersionRow] = field(default_factory=list)
 
+    outcome: str = ""
+    """``executed`` / ``rejected`` once the thread finished this version."""
+    outcome_text: str = ""
+
     @property
     def level_label(self) -> str:
-        if self.levels_required <= 1:
-            return ""
-        return f"Level {self.level} of {self.levels_required} ({REVIEWER_GROUPS.get(self.level, '')})"
+        return level_label(self.level, self.levels_required)
 
 
 def review_page(user: Any, thread_id: str) -> ReviewPage:
@@ -197,6 +199,12 @@ def review_page(user: Any, thread_id: str) -> ReviewPage:
             )
             for d in decisions
         ],
+        outcome=next(
+            (v.outcome for v in versions if v.approval_version == version), ""
+        ),
+        outcome_text=next(
+            (v.outcome_text for v in versions if v.approval_version == version), ""
+        ),
         versions=[
             VersionRow(
                 approval_version=v.approval_version,

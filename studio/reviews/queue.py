@@ -25,7 +25,7 @@ from django.utils import timezone
 from studio.models import ApprovalDecision, ReviewRequest, Thread
 from studio.reviews.audit import payload_hash
 from studio.reviews.governance import Governance, governance_for
-from studio.services.access import review_levels
+from studio.services.access import REVIEWER_GROUPS, review_levels
 from studio.services.graphs import runnable
 
 __all__ = (
@@ -33,6 +33,7 @@ __all__ = (
     "QueueRow",
     "WaitingReview",
     "announce",
+    "level_label",
     "pending_count",
     "pending_for",
     "sync",
@@ -181,6 +182,11 @@ def _record_outcome(
 # -- reading ----------------------------------------------------------------------------
 
 
+def level_label(level: int, levels_required: int) -> str:
+    """Which level waits, and whose group decides it."""
+    return f"level {level} of {levels_required} ({REVIEWER_GROUPS.get(level, '')})"
+
+
 @dataclass(frozen=True, slots=True)
 class QueueRow:
     """A pending review as the queue shows it."""
@@ -203,9 +209,8 @@ class QueueRow:
 
     @property
     def level_label(self) -> str:
-        if self.levels_required == 1:
-            return "reviewer"
-        return "first level" if self.level == 1 else "senior (second level)"
+        """The same words as the decision page: "level 1 of 1 (reviewers)"."""
+        return level_label(self.level, self.levels_required)
 
 
 def _pending(user: Any) -> QuerySet[ReviewRequest]:

@@ -190,13 +190,13 @@ def test_two_requests_get_different_ids(signed_in: Client) -> None:
 @pytest.mark.parametrize(
     ("amount", "message"),
     [
-        ("abc", "enter an amount in CNY"),
-        ("0", "must be more than 0"),
-        ("0.00", "must be more than 0"),
+        ("abc", "Enter an amount in CNY"),
+        ("0", "Must be more than 0"),
+        ("0.00", "Must be more than 0"),
         ("1.234", "at most 2 decimals"),
-        ("-5", "must be more than 0"),
-        ("1e3", "enter an amount in CNY"),
-        ("NaN", "enter an amount in CNY"),
+        ("-5", "Must be more than 0"),
+        ("1e3", "Enter an amount in CNY"),
+        ("NaN", "Enter an amount in CNY"),
         ("", "This field is required."),
     ],
 )
@@ -252,7 +252,7 @@ def test_a_bad_item_row_is_shown_next_to_its_cell(signed_in: Client) -> None:
 
     assert response.status_code == 422
     html = response.content.decode()
-    assert "valid integer" in errors_of(html, "purchase-items-2-qty")
+    assert "Enter a whole number" in errors_of(html, "purchase-items-2-qty")
     assert "This field is required." in errors_of(html, "purchase-items-2-unit_price")
     assert Run.objects.count() == 0
 
