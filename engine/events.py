@@ -2,7 +2,10 @@
 
 Events say when a run and each task start and end (with timings), when state is
 updated and saved, custom progress from nodes, and interrupts. They carry
-namespaces, so subgraph activity is visible too.
+namespaces, so subgraph activity is visible too. Asked for with
+``stream_events(..., stream_mode=[...])``, the same stream also carries
+:class:`StreamPart` events: the chunks ``stream()`` yields for those modes, in
+the order ``stream()`` yields them.
 
 ``project_events`` turns events into plain dicts through a whitelist of public
 fields, default deny: an event type or field that is not listed is dropped. Use
@@ -30,6 +33,7 @@ __all__ = (
     "RunStarted",
     "StateUpdated",
     "StepFinished",
+    "StreamPart",
     "TaskFinished",
     "TaskStarted",
     "aproject_events",
@@ -144,6 +148,21 @@ class RunFinished:
     ts: float
 
 
+@dataclass(frozen=True, slots=True)
+class StreamPart:
+    """A chunk of a ``stream_mode`` asked for with ``stream_events(stream_mode=...)``.
+
+    ``mode`` is the stream mode (``"values"``, ``"updates"``, ``"custom"``, ...);
+    ``payload`` is what ``stream()`` yields for that mode, and ``ns`` its
+    namespace (``()`` for the root graph; subgraph parts only with
+    ``subgraphs=True``).
+    """
+
+    ns: tuple[str, ...]
+    mode: str
+    payload: Any
+
+
 RunEvent = (
     RunStarted
     | TaskStarted
@@ -154,6 +173,7 @@ RunEvent = (
     | Custom
     | Interrupted
     | RunFinished
+    | StreamPart
 )
 
 

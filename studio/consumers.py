@@ -37,9 +37,11 @@ def _may_see(user: Any, thread_id: str) -> bool:
 
 
 def _events_after(thread_id: str, after: int) -> list[dict[str, Any]]:
-    rows = RunEvent.objects.filter(thread_id=thread_id, id__gt=after).order_by("id")[
-        :BACKLOG_LIMIT
-    ]
+    rows = (
+        RunEvent.objects.filter(thread_id=thread_id, id__gt=after)
+        .exclude(kind=RunEvent.STREAM)  # API clients' SSE chunks: not activity
+        .order_by("id")[:BACKLOG_LIMIT]
+    )
     return [event_view(row) for row in rows]
 
 

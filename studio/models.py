@@ -60,6 +60,10 @@ class Thread(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     updated_at = models.DateTimeField(default=timezone.now)
+    delete_after = models.DateTimeField(null=True, blank=True, db_index=True)
+    """A temporary thread (a stateless API run's, ``on_completion="delete"``) is
+    deleted, with its checkpoints, runs and events, from this time on
+    (``studio.services.runs.sweep_temporary_threads``); null: kept."""
 
     class Meta:
         indexes = [
@@ -136,6 +140,22 @@ class Run(models.Model):
     """``interrupt`` or ``rollback`` when someone asked to stop the run."""
     error = models.JSONField(null=True, blank=True)
     output = models.JSONField(null=True, blank=True)
+    """How the run ended: ``interrupted`` (stopped at an ``interrupt()``),
+    ``checkpointed``, ``cancelled`` (the cancel action); for API runs also
+    ``values``, the final state filtered by the output schema (what
+    ``runs.wait`` / ``runs.join`` answer)."""
+    assistant_id = models.CharField(max_length=64, blank=True, default="")
+    """The Agent Server assistant id the run was started with (API runs)."""
+    metadata = models.JSONField(default=dict, blank=True)
+    """The run's metadata as the API client sent it."""
+    kwargs = models.JSONField(default=dict, blank=True)
+    """The Agent Server's ``kwargs`` of an API run: ``input``, ``command``,
+    ``config``, ``context``, ``stream_mode``, ``interrupt_before``/``after``,
+    ``subgraphs``, ``temporary``, ... (empty for runs the pages start)."""
+    stream_modes = models.JSONField(default=list, blank=True)
+    """The stream modes the worker records as ``stream`` events for SSE clients
+    (API names: ``values``, ``updates``, ``messages-tuple``, ...); empty for runs
+    the pages start, which then cost nothing extra."""
 
     class Meta:
         indexes = [
@@ -152,7 +172,16 @@ class Run(models.Model):
 
 
 class RunEvent(models.Model):
-    """One event of a run, in order; the browser catches up with ``?after=<id>``."""
+    """One event of a run, in order; the browser catches up with ``?after=<id>``.
+
+    ``kind`` is ``run.status``, ``task.start``, ``task.end``, ``step``,
+    ``checkpoint``, ``interrupt`` or ``custom`` for the activity feed, or
+    ``stream`` for a chunk of a stream mode an API client asked for
+    (``{"event": "values" | "updates|<ns>" | ..., "data": ...}``, served as SSE
+    and kept out of the HTML feed).
+    """
+
+    STREAM = "stream"
 
     id = models.BigAutoField(primary_key=True)
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")

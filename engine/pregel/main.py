@@ -672,6 +672,8 @@ class Pregel:
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
         durability: Durability | None = None,
+        stream_mode: StreamMode | Sequence[StreamMode] | None = None,
+        subgraphs: bool = False,
     ) -> Iterator[ev.RunEvent]:
         """Run the graph and yield typed :mod:`engine.events` as it goes.
 
@@ -679,13 +681,20 @@ class Pregel:
         saved checkpoint, custom progress and interrupts, subgraphs included.
         The last event is :class:`~engine.events.RunFinished`; when the run fails
         it carries the error and the exception is raised after it.
+
+        With ``stream_mode`` (one mode or several, as for :meth:`stream`), the
+        chunks of those modes come too, as :class:`~engine.events.StreamPart`
+        events, in :meth:`stream`'s order, each just before the typed event of the
+        same moment; subgraph chunks only with ``subgraphs=True``. Without it the
+        stream costs what it always did.
         """
+        modes, parts = _event_modes(stream_mode)
         chunks: queue.SimpleQueue[Any] = queue.SimpleQueue()
         loop = self._make_loop(
             input,
             config,
             context=context,
-            modes=_EVENT_MODES,
+            modes=modes,
             sink=_forwarding(chunks.put, _parent_sink(current_scope())),
             output_keys=None,
             interrupt_before=interrupt_before,
@@ -694,10 +703,18 @@ class Pregel:
             is_async=False,
         )
         try:
-            for ns, mode, payload in self._drive(loop, chunks, True):
-                event = _as_event(ns, mode, payload)
-                if event is not None:
-                    yield event
+            if not parts:
+                for ns, mode, payload in self._drive(loop, chunks, True):
+                    event = _as_event(ns, mode, payload)
+                    if event is not None:
+                        yield event
+            else:
+                for ns, mode, payload in self._drive(loop, chunks, True):
+                    if mode in parts and (subgraphs or not ns):
+                        yield ev.StreamPart(ns, mode, payload)
+                    event = _as_event(ns, mode, payload)
+                    if event is not None:
+                        yield event
         except GeneratorExit:
             raise  # the consumer stopped listening: nothing more to say
         except BaseException as exc:
@@ -716,15 +733,18 @@ class Pregel:
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
         durability: Durability | None = None,
+        stream_mode: StreamMode | Sequence[StreamMode] | None = None,
+        subgraphs: bool = False,
     ) -> AsyncIterator[ev.RunEvent]:
         """Async twin of :meth:`stream_events`."""
+        modes, parts = _event_modes(stream_mode)
         chunks: asyncio.Queue[Any] = asyncio.Queue()
         sink = _async_sink(chunks)
         loop = self._make_loop(
             input,
             config,
             context=context,
-            modes=_EVENT_MODES,
+            modes=modes,
             sink=_forwarding(sink, _parent_sink(current_scope())),
             output_keys=None,
             interrupt_before=interrupt_before,
@@ -734,6 +754,8 @@ class Pregel:
         )
         try:
             async for ns, mode, payload in self._adrive(loop, chunks):
+                if parts and mode in parts and (subgraphs or not ns):
+                    yield ev.StreamPart(ns, mode, payload)
                 event = _as_event(ns, mode, payload)
                 if event is not None:
                     yield event
@@ -908,6 +930,17 @@ def _discard(_: StreamChunk) -> None:
 
 
 _EVENT_MODES = frozenset({"events", "custom"})
+_NO_PARTS: frozenset[str] = frozenset()
+
+
+def _event_modes(
+    stream_mode: StreamMode | Sequence[StreamMode] | None,
+) -> tuple[frozenset[str], frozenset[str]]:
+    """The loop's modes for ``stream_events`` and the modes yielded as StreamParts."""
+    if stream_mode is None:
+        return _EVENT_MODES, _NO_PARTS
+    parts, _ = _modes(stream_mode)
+    return _EVENT_MODES | parts, parts
 
 
 def _as_event(ns: tuple[str, ...], mode: str, payload: Any) -> Any:

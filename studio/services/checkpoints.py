@@ -22,7 +22,7 @@ from engine._internal._constants import ERROR, INTERRUPT, RESUME, START
 from engine.checkpoint.base import CheckpointTuple
 from engine.graph.message import add_messages
 from engine.types import StateSnapshot
-from studio.errors import CheckpointNotFound
+from studio.errors import CheckpointNotFound, NotFound
 from studio.models import Thread
 from studio.services.checkpointer import get_saver
 from studio.services.diff import Kind
@@ -89,9 +89,16 @@ class ThreadHistory:
 
     Raises (on construction):
         GraphNotFound: the thread's graph is no longer registered.
+        NotFound: the thread has no graph yet (created through the API, never run).
     """
 
     def __init__(self, thread: Thread) -> None:
+        if not thread.graph:
+            raise NotFound(
+                f"Thread {thread.thread_id!r} has no history yet: it was created "
+                "through the API, and its first run will say which graph it follows.",
+                thread_id=thread.thread_id,
+            )
         self.thread = thread
         self.graph = runnable(thread.graph)
         self.saver = get_saver()  # the one the graph is bound to

@@ -3,7 +3,8 @@
 The thread page seeds its Activity panel with :func:`activity` (the newest events,
 oldest first, and the id of the last one), then the thread's WebSocket sends what
 follows (``studio.consumers``), each event rendered by ``components/_run_event.html``
-from :func:`event_view`.
+from :func:`event_view`. ``stream`` events (chunks recorded for API clients' SSE)
+are not activity: neither lists them.
 """
 
 from __future__ import annotations
@@ -117,9 +118,9 @@ def activity(thread_id: str, nodes: Iterable[str]) -> ActivityView:
     are reset when a run starts or finishes, so a finished thread shows none.
     """
     rows = list(
-        RunEvent.objects.filter(thread_id=thread_id).order_by("-id")[
-            : ACTIVITY_LIMIT + 1
-        ]
+        RunEvent.objects.filter(thread_id=thread_id)
+        .exclude(kind=RunEvent.STREAM)
+        .order_by("-id")[: ACTIVITY_LIMIT + 1]
     )
     events = tuple(event_view(row) for row in reversed(rows[:ACTIVITY_LIMIT]))
     states: dict[str, str] = {}

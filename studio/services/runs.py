@@ -3,18 +3,29 @@
 Runs are executed by workers (``studio.services.worker``), never in a request.
 One run per thread at a time; a new run on a busy thread follows its
 ``multitask_strategy``: ``reject`` (409), ``enqueue`` (wait), ``interrupt``
-(stop the active run, keep its progress) or ``rollback`` (stop it, and go back
-to the thread's state before it).
+(stop the active run, keep its progress) or ``rollback`` (stop it; a run that
+had not started is dropped whole, one that was running keeps the checkpoints it
+saved: the engine has no way yet to delete one run's checkpoints).
+
+Temporary threads (a stateless API run's, ``on_completion="delete"``) get a
+``Thread.delete_after`` time when their run ends; the request that waited for
+the run deletes the thread as soon as it delivered the result
+(:func:`delete_thread_data`), and any worker deletes the ones left
+(:func:`sweep_temporary_threads`), ``STUDIO_TEMPORARY_THREAD_GRACE_SECONDS``
+(default 60) after the run ended.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import ProtectedError
 from django.utils import timezone
 
 from studio.errors import Conflict, InvalidInput, ThreadNotFound
@@ -28,18 +39,27 @@ from studio.services.access import (
     visible_threads,
     writable_thread,
 )
-from studio.services.graphs import waiting_nodes
+from studio.services.checkpointer import get_saver
+from studio.services.graphs import runnable
 
 __all__ = (
     "ACTIVE",
+    "BUSY_MESSAGE",
     "can_see",
     "cancel_run",
+    "delete_thread_data",
     "start_run",
+    "sweep_temporary_threads",
+    "temporary_grace",
     "visible_thread",
     "visible_threads",
     "wait_for",
     "wake_workers",
 )
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TEMPORARY_GRACE_SECONDS = 60.0
 
 ACTIVE = (Run.Status.PENDING, Run.Status.RUNNING)
 BUSY_MESSAGE = (
@@ -75,6 +95,10 @@ def start_run(
     thread_metadata: dict[str, Any] | None = None,
     create_thread: bool = False,
     governed_resume: bool = False,
+    assistant_id: str = "",
+    metadata: dict[str, Any] | None = None,
+    kwargs: dict[str, Any] | None = None,
+    stream_modes: list[str] | None = None,
 ) -> Run:
     """Queue a run of ``graph`` on a thread (created when ``thread_id`` is None).
 
@@ -83,6 +107,14 @@ def start_run(
     resumes a console interrupt, writes a protected key or goes to a console node
     is refused (403) unless ``governed_resume`` is set, which only the decision
     protocol (``studio.reviews.decisions``) does, after it wrote the ledger row.
+    The interrupts checked are those waiting where the run starts: at
+    ``checkpoint_id`` when one is given, else at the thread's head.
+
+    A thread created without a graph (``POST /api/threads``) takes the graph of
+    its first run. API runs also pass ``assistant_id`` (then the thread's
+    metadata records ``graph_id`` and ``assistant_id``, as the Agent Server's
+    does), the run's ``metadata``, its protocol ``kwargs`` and the
+    ``stream_modes`` the worker records for SSE clients.
 
     Raises:
         InvalidInput: unknown strategy, negative delay.
@@ -99,10 +131,16 @@ def start_run(
         # before the transaction: the refusal is audited even though nothing is queued
         existing = Thread.objects.filter(pk=thread_id).first()
         if existing is not None and can_see(user, existing):
-            _refuse_governed_command(user, graph, existing, command)
+            _refuse_governed_command(user, graph, existing, command, checkpoint_id)
     request_id = _governed_request_id(graph, input)
     if request_id:
         thread_metadata = {**(thread_metadata or {}), "request_id": request_id}
+    if assistant_id:
+        thread_metadata = {
+            **(thread_metadata or {}),
+            "graph_id": graph,
+            "assistant_id": assistant_id,
+        }
     with transaction.atomic():
         if thread_id is None:
             thread = Thread.objects.create(
@@ -123,10 +161,22 @@ def start_run(
                 )
             if not governed_resume and not can_change(user, thread):
                 writable_thread(user, thread.thread_id)  # raises Forbidden
-            if thread.graph != graph:
+            if thread.graph and thread.graph != graph:
                 raise Conflict(
                     f"Thread {thread.thread_id!r} belongs to graph {thread.graph!r}, not {graph!r}."
                 )
+            changes: dict[str, Any] = {}
+            if (
+                not thread.graph
+            ):  # created by the API without a graph: it takes this one
+                changes["graph"] = thread.graph = graph
+            if thread_metadata and any(
+                thread.metadata.get(k) != v for k, v in thread_metadata.items()
+            ):
+                thread.metadata = {**thread.metadata, **thread_metadata}
+                changes["metadata"] = thread.metadata
+            if changes:
+                Thread.objects.filter(pk=thread.pk).update(**changes)
         if request_id:
             _refuse_reused_request_id(request_id, thread)
         active = list(Run.objects.filter(thread=thread, status__in=ACTIVE))
@@ -147,6 +197,10 @@ def start_run(
             created_by=user if getattr(user, "is_authenticated", False) else None,
             created_at=now,
             not_before=now + timedelta(seconds=after_seconds),
+            assistant_id=assistant_id,
+            metadata=metadata or {},
+            kwargs=kwargs or {},
+            stream_modes=list(stream_modes or []),
         )
         Thread.objects.filter(pk=thread.pk).update(
             status=Thread.Status.BUSY, updated_at=now
@@ -156,16 +210,37 @@ def start_run(
 
 
 def _refuse_governed_command(
-    user: Any, graph: str, thread: Thread, command: dict[str, Any]
+    user: Any,
+    graph: str,
+    thread: Thread,
+    command: dict[str, Any],
+    checkpoint_id: str = "",
 ) -> None:
     governance = governance_for(graph)
     if governance is None:
         return
-    waiting = waiting_nodes(graph, thread.thread_id) if "resume" in command else ()
-    reason = governance.command_refusal(command, waiting)
+    reachable: tuple[str, ...] = ()
+    if "resume" in command:
+        # a resume answers the interrupts of the tasks that run next where the run
+        # starts: those waiting, and those not asked yet (after interrupt_before, or
+        # at a past checkpoint), whose first interrupt() would return it at once
+        reachable = _next_nodes(graph, thread.thread_id, checkpoint_id)
+    reason = governance.command_refusal(command, reachable)
     if reason:
         audit.record_refusal(user, thread, "run.command", reason, command=command)
         raise GovernedWrite(reason, thread_id=thread.thread_id)
+
+
+def _next_nodes(graph: str, thread_id: str, checkpoint_id: str) -> tuple[str, ...]:
+    """The nodes that run next at ``checkpoint_id`` (or the head), waiting or not."""
+    configurable = {"thread_id": thread_id}
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
+    try:
+        state = runnable(graph).get_state({"configurable": configurable})
+    except Exception:  # an unknown checkpoint: the run fails on it, nothing runs
+        return ()
+    return tuple(task.name for task in state.tasks) + tuple(state.next)
 
 
 def _governed_request_id(graph: str, input: Any) -> str:
@@ -198,16 +273,21 @@ def _refuse_reused_request_id(request_id: str, thread: Thread) -> None:
 
 
 def _request_cancel(run: Run, action: str, user: Any) -> None:
-    if run.status == Run.Status.PENDING:
-        Run.objects.filter(pk=run.pk, status=Run.Status.PENDING).update(
+    """Stop a pending run now (``rollback`` drops it whole) or ask its worker to."""
+    now = timezone.now()
+    pending = Run.objects.filter(pk=run.pk, status=Run.Status.PENDING)
+    if action == Run.Strategy.ROLLBACK:
+        stopped = pending.delete()[0]
+    else:
+        stopped = pending.update(
             status=Run.Status.INTERRUPTED,
             cancel_requested=action,
-            finished_at=timezone.now(),
-            updated_at=timezone.now(),
+            finished_at=now,
+            updated_at=now,
         )
-    else:
-        Run.objects.filter(pk=run.pk).update(
-            cancel_requested=action, updated_at=timezone.now()
+    if not stopped:  # running (maybe claimed a moment ago): its worker stops it
+        Run.objects.filter(pk=run.pk, status__in=ACTIVE).update(
+            cancel_requested=action, updated_at=now
         )
     AuditEntry.objects.create(
         actor=user if getattr(user, "is_authenticated", False) else None,
@@ -218,7 +298,16 @@ def _request_cancel(run: Run, action: str, user: Any) -> None:
 
 
 def cancel_run(run: Run, user: Any, action: str = "interrupt") -> Run:
-    """Ask a pending or running run to stop (``interrupt`` or ``rollback``)."""
+    """Ask a pending or running run to stop (``interrupt`` or ``rollback``).
+
+    A pending run stops at once (``rollback``: it is deleted, and the returned
+    object is its last state, ``interrupted``); a running one stops at its
+    worker's next check, within about half a second unless a node runs long.
+
+    Raises:
+        InvalidInput: an unknown action.
+        Conflict: the run already finished.
+    """
     if action not in ("interrupt", "rollback"):
         raise InvalidInput(
             f"Unknown cancel action {action!r}; use interrupt or rollback."
@@ -227,13 +316,56 @@ def cancel_run(run: Run, user: Any, action: str = "interrupt") -> Run:
     if run.is_terminal:
         raise Conflict(f"Run {run.run_id} already finished ({run.status}).")
     _request_cancel(run, action, user)
-    run.refresh_from_db()
+    current = Run.objects.filter(pk=run.pk).first()
+    if current is None:  # a pending run rolled back: gone
+        run.status = Run.Status.INTERRUPTED
+        run.cancel_requested = action
+    else:
+        run = current
     if run.status == Run.Status.INTERRUPTED:
         from studio.services.worker import settle_thread  # noqa: PLC0415 - avoid cycle
 
         settle_thread(run.thread_id)
     wake_workers()
     return run
+
+
+def temporary_grace() -> timedelta:
+    """How long a temporary thread outlives its run when no request deletes it first."""
+    seconds = getattr(
+        settings,
+        "STUDIO_TEMPORARY_THREAD_GRACE_SECONDS",
+        DEFAULT_TEMPORARY_GRACE_SECONDS,
+    )
+    return timedelta(seconds=float(seconds))
+
+
+def delete_thread_data(thread_id: str) -> bool:
+    """Delete a thread, its runs and events (cascade) and its checkpoints.
+
+    A thread with a reviewer's decision is kept (the decision ledger protects
+    its rows): False then, and the thread is no longer marked temporary.
+    """
+    try:
+        with transaction.atomic():
+            deleted, _ = Thread.objects.filter(pk=thread_id).delete()
+    except ProtectedError:
+        log.info("thread %s has decisions on record: kept", thread_id)
+        Thread.objects.filter(pk=thread_id).update(delete_after=None)
+        return False
+    if deleted:
+        get_saver().delete_thread(thread_id)
+    return bool(deleted)
+
+
+def sweep_temporary_threads(limit: int = 50) -> int:
+    """Delete temporary threads whose time came (and that run nothing); how many."""
+    due = list(
+        Thread.objects.filter(delete_after__lte=timezone.now())
+        .exclude(runs__status__in=ACTIVE)
+        .values_list("pk", flat=True)[:limit]
+    )
+    return sum(delete_thread_data(thread_id) for thread_id in due)
 
 
 def wait_for(run_id: str, timeout: float = 300.0, poll: float = 0.05) -> Run:

@@ -5,6 +5,15 @@ workers on any number of machines) and a conditional update on SQLite (the
 embedded single worker). A run whose worker died (lease expired) is queued
 again and continues from its last checkpoint. Every engine event is appended to
 the run's event log first and published to the thread's group second.
+
+Runs started through the Agent Server API carry more (``Run.kwargs``): the
+worker passes their ``context``, ``interrupt_before``/``after``, durability,
+client ``configurable`` keys (under the studio's own, which always win) and
+asks the engine for the chunks of ``Run.stream_modes``, stored as ``stream``
+events (``studio.services.events.StreamRecorder``) for SSE clients. When such a
+run ends it stores its final values, filtered by the graph's output schema, in
+``Run.output["values"]`` (what ``runs.wait`` and ``runs.join`` answer), and a
+temporary thread (a stateless run's) is marked for deletion.
 """
 
 from __future__ import annotations
@@ -20,16 +29,21 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import close_old_connections, connection, transaction
-from django.db.models import F, Q
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from engine import events as ev
-from engine.types import Command
+from engine.types import Command, Send
 from studio.models import Run, Thread
 from studio.reviews import queue as review_queue
 from studio.services import events as run_events
+from studio.services.diff import plain
 from studio.services.graphs import runnable
-from studio.services.runs import wait_for_work
+from studio.services.runs import (
+    sweep_temporary_threads,
+    temporary_grace,
+    wait_for_work,
+)
 
 __all__ = ("Worker", "settle_thread", "start_embedded_worker")
 
@@ -38,6 +52,8 @@ log = logging.getLogger(__name__)
 LEASE_SECONDS = 30.0
 HEARTBEAT_SECONDS = 5.0
 CANCEL_CHECK_SECONDS = 0.5
+SWEEP_SECONDS = 5.0
+"""How often a worker deletes temporary threads whose time came."""
 
 
 class _Cancelled(Exception):
@@ -82,6 +98,13 @@ def settle_thread(thread_id: str) -> None:
     Thread.objects.filter(pk=thread_id).update(status=status, updated_at=now)
 
 
+_earlier_pending = Run.objects.filter(
+    thread=OuterRef("thread"),
+    status=Run.Status.PENDING,
+    created_at__lt=OuterRef("created_at"),
+)
+
+
 class Worker:
     """Runs queued runs one at a time.
 
@@ -98,6 +121,7 @@ class Worker:
         )
         self.lease_seconds = lease_seconds
         self.stopping = threading.Event()
+        self._swept = 0.0
 
     # -- queue -------------------------------------------------------------------
 
@@ -114,7 +138,12 @@ class Worker:
         )
 
     def claim(self) -> Run | None:
-        """Take the oldest due pending run of a thread that has no running run."""
+        """Take the oldest due pending run of a thread that has no running run.
+
+        Runs of one thread go in the order they were queued: a run waits behind
+        an older pending one even when that one is not due yet (``after_seconds``
+        holds the thread, as on the Agent Server).
+        """
         now = timezone.now()
         postgres = connection.vendor == "postgresql"
         for _ in range(5):
@@ -122,6 +151,7 @@ class Worker:
                 candidates = (
                     Run.objects.filter(status=Run.Status.PENDING, not_before__lte=now)
                     .exclude(thread__runs__status=Run.Status.RUNNING)
+                    .exclude(Exists(_earlier_pending))  # a thread's runs go in order
                     .order_by("created_at")
                 )
                 if postgres:
@@ -158,8 +188,14 @@ class Worker:
         return None
 
     def run_once(self) -> bool:
-        """Requeue expired leases, claim one run and execute it. False when idle."""
+        """Requeue expired leases, claim one run and execute it. False when idle.
+
+        Every few seconds it also deletes the temporary threads whose time came.
+        """
         self.requeue_expired()
+        if time.monotonic() - self._swept >= SWEEP_SECONDS:
+            self._swept = time.monotonic()
+            sweep_temporary_threads()
         run = self.claim()
         if run is None:
             return False
@@ -206,6 +242,8 @@ class Worker:
             )
         finally:
             heartbeat.stop()
+        if run.kwargs and status != Run.Status.ERROR:
+            output["values"] = _final_values(run)
         now = timezone.now()
         Run.objects.filter(pk=run.pk).update(
             status=status,
@@ -223,28 +261,47 @@ class Worker:
         run_events.append(
             run, "run.status", {"status": status, "error": error, **output}
         )
+        if run.kwargs.get("temporary"):  # last: from now on the thread may go
+            Thread.objects.filter(pk=run.thread_id).update(
+                delete_after=timezone.now() + temporary_grace()
+            )
 
     def _config(self, run: Run) -> dict[str, Any]:
         user = run.created_by
-        configurable: dict[str, Any] = {"thread_id": run.thread_id}
+        # a client's own configurable keys first: the studio's keys always win (the
+        # API refuses the reserved ones, this keeps them safe whatever is stored)
+        client = run.config.get("configurable")
+        configurable: dict[str, Any] = {
+            k: v
+            for k, v in (client.items() if isinstance(client, dict) else ())
+            if not k.startswith(("__", "studio_", "checkpoint_"))
+        }
+        configurable["thread_id"] = run.thread_id
         if run.checkpoint_id:
             configurable["checkpoint_id"] = run.checkpoint_id
         if user is not None:
             configurable["studio_user"] = user.get_username()
-        return {
+        metadata: dict[str, Any] = {
+            "run_id": run.run_id,
+            "graph_id": run.graph,
+            "studio_user": user.get_username() if user is not None else "",
+        }
+        if run.assistant_id:
+            metadata.update(assistant_id=run.assistant_id, thread_id=run.thread_id)
+        config: dict[str, Any] = {
             "configurable": configurable,
-            "metadata": {
-                "run_id": run.run_id,
-                "graph_id": run.graph,
-                "studio_user": user.get_username() if user is not None else "",
-            },
+            "metadata": metadata,
             "run_id": run.run_id,
             "recursion_limit": int(run.config.get("recursion_limit", 25)),
         }
+        tags = run.config.get("tags")
+        if isinstance(tags, list):
+            config["tags"] = [str(t) for t in tags]
+        return config
 
     def _input(self, run: Run, graph: Any, config: dict[str, Any]) -> Any:
         if run.command:
-            return Command(**run.command)
+            return _command(run.command)
         if run.attempt > 1:
             # a retried run continues from its own last checkpoint instead of restarting
             head = graph.get_state({"configurable": {"thread_id": run.thread_id}})
@@ -257,13 +314,32 @@ class Worker:
         graph = runnable(run.graph)
         config = self._config(run)
         graph_input = self._input(run, graph, config)
-        durability = run.config.get("durability")
+        kwargs = run.kwargs or {}
+        durability = kwargs.get("durability") or run.config.get("durability")
         last_check = time.monotonic()
         outcome: dict[str, Any] = {"checkpointed": False}
-        stream = graph.stream_events(graph_input, config, durability=durability)
+        recorder = None
+        options: dict[str, Any] = {}
+        if kwargs:
+            options = {
+                "context": kwargs.get("context"),
+                "interrupt_before": kwargs.get("interrupt_before"),
+                "interrupt_after": kwargs.get("interrupt_after"),
+            }
+        if run.stream_modes:
+            subgraphs = bool(kwargs.get("subgraphs"))
+            recorder = run_events.StreamRecorder(run.stream_modes, subgraphs=subgraphs)
+            options["stream_mode"] = list(run_events.engine_modes(run.stream_modes))
+            options["subgraphs"] = subgraphs
+        stream = graph.stream_events(
+            graph_input, config, durability=durability, **options
+        )
         writer = run_events.EventWriter(run)
         try:
             for event in stream:
+                if recorder is not None:
+                    for payload, urgent in recorder.records(event):
+                        writer.add(run_events.STREAM, payload, urgent=urgent)
                 if isinstance(event, ev.RunFinished):
                     outcome["interrupted"] = event.status == "interrupted"
                     continue
@@ -280,6 +356,48 @@ class Worker:
             writer.flush()
         _raise_if_cancelled(run)
         return outcome
+
+
+def _command(data: dict[str, Any]) -> Command[Any]:
+    """A queued command (JSON) as the engine's ``Command``: ``goto`` entries written
+    as ``{"node", "input"}`` become ``Send``s, ``update`` pairs become tuples."""
+    options: dict[str, Any] = {}
+    if "resume" in data:
+        options["resume"] = data["resume"]
+    update = data.get("update")
+    if update is not None:
+        options["update"] = (
+            [tuple(pair) for pair in update] if isinstance(update, list) else update
+        )
+    goto = data.get("goto")
+    if goto is not None:
+        targets = goto if isinstance(goto, list) else [goto]
+        sends = [
+            Send(t["node"], t.get("input")) if isinstance(t, dict) else t
+            for t in targets
+        ]
+        options["goto"] = sends if isinstance(goto, list) else sends[0]
+    return Command(**options)
+
+
+def _final_values(run: Run) -> Any:
+    """The thread's state after the run, filtered by the graph's output schema,
+    plus ``__interrupt__`` when it waits (what ``runs.wait`` answers)."""
+    try:
+        graph = runnable(run.graph)
+        state = graph.get_state({"configurable": {"thread_id": run.thread_id}})
+    except Exception:  # the answer is a convenience: the run's outcome stands
+        log.warning("run %s: could not read its final state", run.run_id, exc_info=True)
+        return None
+    values = state.values
+    keys = graph.output_channels
+    if isinstance(values, dict) and not isinstance(keys, str):
+        values = {k: values[k] for k in keys if k in values}
+    result = plain(values)
+    if state.interrupts:
+        result = dict(result) if isinstance(result, dict) else {}
+        result["__interrupt__"] = plain(list(state.interrupts))
+    return result
 
 
 def _sync_reviews(thread_id: str) -> None:
