@@ -8,6 +8,8 @@ reconnect with ``Last-Event-ID``, token auth and revocation.
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import uuid
 
 import httpx
@@ -201,3 +203,18 @@ def test_another_users_thread_is_not_found(
         theirs.threads.get(thread["thread_id"])
     with pytest.raises((NotFoundError, PermissionDeniedError)):
         theirs.runs.create(thread["thread_id"], "slow_steps", input={"n": 0})
+
+
+def test_the_smoke_example_runs(server: LiveServer, requester_token: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "studio.api.smoke", server.url, requester_token],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert "waiting for review" in done.stdout
+    assert "history: step 2 <- step 1 <- step 0 <- step -1" in done.stdout
+    assert "update:" in done.stdout
