@@ -4,9 +4,23 @@ from __future__ import annotations
 
 import sys
 
-from engine._internal._constants import END, START
+from engine._internal._constants import (
+    CONF,
+    CONFIG_KEY_CHECKPOINTER,
+    END,
+    START,
+    TASKS,
+)
 
-__all__ = ("END", "START", "TAG_HIDDEN", "TAG_NOSTREAM")
+__all__ = (
+    "CONF",
+    "CONFIG_KEY_CHECKPOINTER",
+    "END",
+    "START",
+    "TAG_HIDDEN",
+    "TAG_NOSTREAM",
+    "TASKS",
+)
 
 TAG_HIDDEN = sys.intern("langsmith:hidden")
 """Tag that hides a node from tracing and some streams."""

@@ -205,10 +205,12 @@ class NodeTimeoutError(Exception):
         elapsed: float,
         *,
         kind: Literal["idle", "run"],
-        timeout: float,
+        timeout: float | None = None,
         run_timeout: float | None = None,
         idle_timeout: float | None = None,
     ) -> None:
+        if timeout is None:  # LangGraph's signature: the limit that fired, by kind
+            timeout = idle_timeout if kind == "idle" else run_timeout
         what = "without progress" if kind == "idle" else "in total"
         super().__init__(
             f"Node {node!r} timed out after {elapsed:.3f}s ({kind}_timeout={timeout}s {what})"

@@ -1,26 +1,53 @@
-"""Pure helpers for RunnableConfig dicts: merging, and a nested run's inherited config."""
+"""Pure helpers for RunnableConfig dicts: merging, defaults, a nested run's inherited config."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from engine._internal._constants import CONF, CONFIG_KEY_CHECKPOINTER
 from engine._internal._typing import RunnableConfig
 
-__all__ = ("merge_configs", "resolve_parent_config")
+__all__ = ("DEFAULT_RECURSION_LIMIT", "merge_configs", "resolve_parent_config")
 
-_DEFAULT_RECURSION_LIMIT = 25
+
+class _DefaultRecursionLimit(int):
+    """The recursion limit filled in when no config names one.
+
+    Merging skips values of this type, so the filled-in default never replaces
+    a limit set explicitly in an earlier config, while an explicit limit that
+    equals the default (a plain ``int``) still applies. The type, not identity,
+    marks it: copying or pickling a config makes a new object.
+    """
+
+    __slots__ = ()
+
+
+DEFAULT_RECURSION_LIMIT = _DefaultRecursionLimit(
+    os.environ.get("LANGGRAPH_DEFAULT_RECURSION_LIMIT", "10007")
+)
+"""LangGraph 1.2's default: 10007 super-steps, or the integer in the environment
+variable ``LANGGRAPH_DEFAULT_RECURSION_LIMIT`` when the engine is imported."""
 
 
 def merge_configs(*configs: RunnableConfig | dict[str, Any] | None) -> RunnableConfig:
     """Merge configs left to right: ``configurable`` and ``metadata`` merge key by key,
-    ``tags`` concatenate (deduplicated), other keys are replaced."""
+    ``tags`` concatenate (deduplicated), other keys are replaced.
+
+    ``recursion_limit`` is always set: the last one given explicitly, else
+    :data:`DEFAULT_RECURSION_LIMIT` (a default filled in by an earlier merge does
+    not count as given).
+    """
     merged: dict[str, Any] = {}
     for config in configs:
         if not config:
             continue
         for key, value in config.items():
-            if value is None and key != "recursion_limit":
+            if key == "recursion_limit":
+                if not isinstance(value, _DefaultRecursionLimit):
+                    merged[key] = value
+                continue
+            if value is None:
                 continue
             if key in ("configurable", "metadata"):
                 merged[key] = {**merged.get(key, {}), **value}
@@ -38,6 +65,8 @@ def merge_configs(*configs: RunnableConfig | dict[str, Any] | None) -> RunnableC
                 merged[key] = value
     if CONF not in merged:
         merged[CONF] = {}
+    if "recursion_limit" not in merged:
+        merged["recursion_limit"] = DEFAULT_RECURSION_LIMIT
     return merged
 
 

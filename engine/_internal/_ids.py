@@ -8,18 +8,18 @@ import threading
 import time
 import uuid
 
-__all__ = ("new_checkpoint_id", "task_id_for")
+__all__ = ("new_checkpoint_id", "task_id_for", "uuid6_int")
 
 _lock = threading.Lock()
 _last_ts = 0
 
 
-def new_checkpoint_id(step: int = 0) -> str:
-    """A UUIDv6-style id: sorting ids as strings sorts them by creation time.
+def uuid6_int(node: int, clock_seq: int) -> int:
+    """The 128 bits of a UUIDv6 (RFC 9562) stamped now: sorting by them sorts by time.
 
     The 60-bit timestamp counts 100ns intervals since 1582 and never repeats in
-    this process (ties are bumped by one tick); the clock sequence carries the
-    step, as LangGraph does, and the node field is random.
+    this process (ties are bumped by one tick); ``clock_seq`` keeps 14 bits and
+    ``node`` 48.
     """
     global _last_ts
     now = time.time_ns() // 100 + 0x01B21DD213814000
@@ -27,19 +27,21 @@ def new_checkpoint_id(step: int = 0) -> str:
         if now <= _last_ts:
             now = _last_ts + 1
         _last_ts = now
-    time_high = (now >> 28) & 0xFFFFFFFF
-    time_mid = (now >> 12) & 0xFFFF
-    time_low = now & 0x0FFF
-    clock_seq = step & 0x3FFF
-    node = int.from_bytes(os.urandom(6), "big")
-    value = (
-        (time_high << 96)
-        | (time_mid << 80)
-        | ((0x6000 | time_low) << 64)
-        | ((0x8000 | clock_seq) << 48)
-        | node
+    return (
+        (((now >> 12) & 0xFFFFFFFFFFFF) << 80)
+        | ((0x6000 | (now & 0x0FFF)) << 64)
+        | ((0x8000 | (clock_seq & 0x3FFF)) << 48)
+        | (node & 0xFFFFFFFFFFFF)
     )
-    return str(uuid.UUID(int=value))
+
+
+def new_checkpoint_id(step: int = 0) -> str:
+    """A UUIDv6 id whose string sorts by creation time.
+
+    The clock sequence carries the step, as LangGraph does; the node is random.
+    """
+    node = int.from_bytes(os.urandom(6), "big")
+    return str(uuid.UUID(int=uuid6_int(node, step)))
 
 
 def task_id_for(*parts: str | int | bytes) -> str:

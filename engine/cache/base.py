@@ -67,6 +67,10 @@ class BaseCache(ABC, Generic[ValueT]):
     def set(self, pairs: Mapping[FullKey, tuple[ValueT, int | float | None]]) -> None:
         """Store values: ``{(namespace, key): (value, ttl_seconds or None)}``.
 
+        The parameter's name varies as in LangGraph (``pairs`` here, ``keys`` for
+        :class:`~engine.cache.memory.InMemoryCache`, ``mapping`` for SQLite); pass
+        it by position.
+
         Raises:
             InvalidCacheKeyError: a bad key, or a ttl that is not a positive number.
             SerializationError: a value cannot be stored; nothing was stored.

@@ -48,8 +48,8 @@ class InMemoryCache(BaseCache[ValueT]):
                 found[(namespace, key)] = self.serde.loads_typed((tag, payload))
         return found
 
-    def set(self, pairs: Mapping[FullKey, tuple[ValueT, int | float | None]]) -> None:
-        rows = encode_pairs(self.serde, pairs)
+    def set(self, keys: Mapping[FullKey, tuple[ValueT, int | float | None]]) -> None:
+        rows = encode_pairs(self.serde, keys)
         now = time.monotonic()
         with self._lock:
             for namespace, key, tag, payload, ttl in rows:
@@ -68,9 +68,9 @@ class InMemoryCache(BaseCache[ValueT]):
         return self.get(keys)
 
     async def aset(
-        self, pairs: Mapping[FullKey, tuple[ValueT, int | float | None]]
+        self, keys: Mapping[FullKey, tuple[ValueT, int | float | None]]
     ) -> None:
-        self.set(pairs)
+        self.set(keys)
 
     async def aclear(self, namespaces: Sequence[Namespace] | None = None) -> None:
         self.clear(namespaces)

@@ -137,8 +137,8 @@ class SqliteCache(BaseCache[ValueT]):
                     )
         return found
 
-    def set(self, pairs: Mapping[FullKey, tuple[ValueT, int | float | None]]) -> None:
-        rows = encode_pairs(self.serde, pairs)
+    def set(self, mapping: Mapping[FullKey, tuple[ValueT, int | float | None]]) -> None:
+        rows = encode_pairs(self.serde, mapping)
         now = time.time()
         with self._transaction() as conn:
             conn.execute(
@@ -173,9 +173,9 @@ class SqliteCache(BaseCache[ValueT]):
         return await asyncio.to_thread(self.get, keys)
 
     async def aset(
-        self, pairs: Mapping[FullKey, tuple[ValueT, int | float | None]]
+        self, mapping: Mapping[FullKey, tuple[ValueT, int | float | None]]
     ) -> None:
-        await asyncio.to_thread(self.set, pairs)
+        await asyncio.to_thread(self.set, mapping)
 
     async def aclear(self, namespaces: Sequence[Namespace] | None = None) -> None:
         await asyncio.to_thread(self.clear, namespaces)

@@ -1,7 +1,9 @@
 """Pure: a state schema (TypedDict, pydantic model, dataclass) -> channels, keys, coercion.
 
 ``Annotated[T, reducer]`` gives a reducer channel; ``Annotated[T, SomeChannel]``
-uses that channel; anything else is a ``LastValue``.
+uses that channel; ``Annotated[T, SomeManagedValue]`` (``RemainingSteps``...) is a
+managed value, computed per task and given no channel; anything else is a
+``LastValue``.
 """
 
 from __future__ import annotations
@@ -23,14 +25,18 @@ from engine.errors import (
     InvalidUpdateError,
     error_message,
 )
+from engine.managed.base import ManagedValueMapping, ManagedValueSpec, is_managed_value
 
 __all__ = ("SchemaInfo", "channels_for_schema", "schema_info")
 
 
 class SchemaInfo:
-    """What the graph needs to know about one schema class."""
+    """What the graph needs to know about one schema class.
 
-    __slots__ = ("channels", "keys", "kind", "schema")
+    ``keys`` are the keys with a channel; managed values are in ``managed`` only.
+    """
+
+    __slots__ = ("channels", "keys", "kind", "managed", "schema")
 
     def __init__(
         self,
@@ -38,11 +44,13 @@ class SchemaInfo:
         kind: str,
         keys: tuple[str, ...],
         channels: dict[str, BaseChannel[Any, Any, Any]],
+        managed: ManagedValueMapping | None = None,
     ) -> None:
         self.schema = schema
         self.kind = kind
         self.keys = keys
         self.channels = channels
+        self.managed: ManagedValueMapping = managed or {}
 
 
 def _hints(schema: type[Any]) -> dict[str, Any]:
@@ -64,16 +72,28 @@ _WRAPPERS = {
 }
 
 
-def _channel_for(
-    key: str, annotation: Any, schema: type[Any]
-) -> BaseChannel[Any, Any, Any]:
-    metadata: tuple[Any, ...] = ()
+def _unwrap(annotation: Any) -> tuple[Any, tuple[Any, ...]]:
+    """The annotated type and its ``Annotated`` metadata (Required... removed)."""
     base = annotation
     while get_origin(base) in _WRAPPERS:
         base = get_args(base)[0]
     if hasattr(base, "__metadata__"):
-        metadata = tuple(base.__metadata__)
-        base = get_args(base)[0]
+        return get_args(base)[0], tuple(base.__metadata__)
+    return base, ()
+
+
+def _managed_for(annotation: Any) -> ManagedValueSpec | None:
+    _, metadata = _unwrap(annotation)
+    for item in reversed(metadata):
+        if is_managed_value(item):
+            return item
+    return None
+
+
+def _channel_for(
+    key: str, annotation: Any, schema: type[Any]
+) -> BaseChannel[Any, Any, Any]:
+    base, metadata = _unwrap(annotation)
     for item in reversed(metadata):
         if isinstance(item, BaseChannel):
             item.key = key
@@ -119,16 +139,15 @@ def _pydantic_annotation(field: Any) -> Any:
 
 
 def schema_info(schema: type[Any]) -> SchemaInfo:
-    """Keys and channels of a state schema."""
+    """Keys, channels and managed values of a state schema."""
     if schema is dict or schema is Any:
         return SchemaInfo(schema, "dict", (), {})
     if is_pydantic_model(schema):
-        fields = schema.model_fields
-        channels = {
-            name: _channel_for(name, _pydantic_annotation(field), schema)
-            for name, field in fields.items()
+        annotations = {
+            name: _pydantic_annotation(field)
+            for name, field in schema.model_fields.items()
         }
-        return SchemaInfo(schema, "pydantic", tuple(fields), channels)
+        return _split(schema, "pydantic", annotations)
     hints = _hints(schema)
     if dataclasses.is_dataclass(schema):
         keys = tuple(f.name for f in dataclasses.fields(schema))
@@ -147,8 +166,18 @@ def schema_info(schema: type[Any]) -> SchemaInfo:
                 ErrorCode.INVALID_GRAPH,
             )
         )
-    channels = {key: _channel_for(key, hints.get(key, Any), schema) for key in keys}
-    return SchemaInfo(schema, kind, keys, channels)
+    return _split(schema, kind, {key: hints.get(key, Any) for key in keys})
+
+
+def _split(schema: type[Any], kind: str, annotations: dict[str, Any]) -> SchemaInfo:
+    managed: ManagedValueMapping = {}
+    channels: dict[str, BaseChannel[Any, Any, Any]] = {}
+    for key, annotation in annotations.items():
+        if (spec := _managed_for(annotation)) is not None:
+            managed[key] = spec
+        else:
+            channels[key] = _channel_for(key, annotation, schema)
+    return SchemaInfo(schema, kind, tuple(channels), channels, managed)
 
 
 def channels_for_schema(schema: type[Any]) -> dict[str, BaseChannel[Any, Any, Any]]:
@@ -159,8 +188,10 @@ def coerce_input(info: SchemaInfo, value: Any, where: str) -> list[tuple[str, An
     """A node's or run's input/update as ``(key, value)`` pairs, validated for pydantic.
 
     Raises:
-        InvalidUpdateError: unknown keys, or values a pydantic schema refuses,
-            naming ``where`` (the node or "input") and the field.
+        InvalidUpdateError: a value that is not a dict or an object with fields.
+        StateValidationError: values a pydantic schema refuses, naming ``where``
+            (the node or "input") and the field; it is pydantic's
+            ``ValidationError`` (as LangGraph raises) and an ``InvalidUpdateError``.
     """
     from engine._internal._fields import object_update_items  # noqa: PLC0415
 
@@ -193,23 +224,12 @@ def _validate_pydantic(
     try:
         validated = schema.model_validate(value)
     except ValidationError as exc:
-        fields = ", ".join(
-            ".".join(str(p) for p in err["loc"]) or "(root)" for err in exc.errors()
-        )
-        raise StateValidationError(
-            error_message(
-                f"Invalid value for {where} in state {schema.__name__}: field(s) {fields}: "
-                f"{exc.errors()[0]['msg']}",
-                ErrorCode.INVALID_STATE,
-            )
-        ) from exc
+        from engine.graph._validation import state_validation_error  # noqa: PLC0415
+
+        raise state_validation_error(exc, schema, where) from None
     except Exception:
         return list(value.items())
     return [(k, getattr(validated, k)) for k in value]
-
-
-class StateValidationError(InvalidUpdateError, ValueError):
-    """A value does not fit the state schema (names the node/input and the field)."""
 
 
 def make_mapper(info: SchemaInfo) -> Callable[[dict[str, Any]], Any] | None:

@@ -31,6 +31,7 @@ from engine._internal._constants import (
     TASKS,
 )
 from engine._internal._fields import is_pydantic_model
+from engine._internal._typing import MISSING
 from engine.channels.base import BaseChannel
 from engine.channels.ephemeral_value import EphemeralValue
 from engine.channels.last_value import LastValueAfterFinish
@@ -301,18 +302,6 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         else:
             policies = tuple(retry_policy)
         timeout_policy = TimeoutPolicy.coerce(timeout)
-        if (
-            timeout_policy is not None
-            and not is_async_callable(action)
-            and not callable(getattr(action, "ainvoke", None))
-        ):
-            raise GraphValidationError(
-                error_message(
-                    f"Node {name!r} has a timeout but is synchronous: timeouts need an async "
-                    "node (Python cannot stop a running thread). Make the node `async def`.",
-                    ErrorCode.INVALID_GRAPH,
-                )
-            )
         self.nodes[name] = StateNodeSpec(
             action,
             metadata=metadata,
@@ -485,6 +474,15 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                             )
                         )
         for name, spec in self.nodes.items():
+            if spec.timeout is not None and not _is_async_node(spec.runnable):
+                raise GraphValidationError(  # a ValueError, as LangGraph raises here
+                    error_message(
+                        f"Node {name!r} has a timeout but is synchronous: timeouts need "
+                        "an async node (Python cannot stop a running thread). Make the "
+                        "node `async def`.",
+                        ErrorCode.INVALID_GRAPH,
+                    )
+                )
             ends = spec.ends
             targets = ends.keys() if isinstance(ends, dict) else (ends or ())
             for target in targets:
@@ -517,6 +515,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         interrupt_after: All | Sequence[str] | None = None,
         debug: bool = False,
         name: str | None = None,
+        strict_input: bool = False,
     ) -> CompiledStateGraph:
         """Validate the graph and turn it into a runnable :class:`CompiledStateGraph`.
 
@@ -524,6 +523,19 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             checkpointer: a saver (durable threads), ``True`` (a subgraph keeping its
                 state across calls), ``False`` (never checkpoint) or ``None``.
             interrupt_before / interrupt_after: nodes to pause before/after (or "*").
+            strict_input: refuse input keys that are not in the input schema with
+                ``InvalidUpdateError`` naming the key. By default they are ignored,
+                as LangGraph does (so a node can call a subgraph with its whole
+                state); turn this on where a stray key is a mistake or an attack,
+                e.g. a client sending a field the server must set.
+
+        Raises:
+            GraphValidationError: an edge, branch, destination or interrupt names
+                an unknown node, or a synchronous node has a timeout (a
+                ``ValueError``, as in LangGraph).
+
+        Example:
+            >>> graph = builder.compile(checkpointer=saver, strict_input=True)
         """
         before = interrupt_before or ()
         after = interrupt_after or ()
@@ -542,9 +554,14 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             interrupt_after=after,
             debug=debug,
             name=name or "LangGraph",
+            strict_input=strict_input,
         )
         self.compiled = True
         return compiled
+
+
+def _is_async_node(action: Any) -> bool:
+    return is_async_callable(action) or callable(getattr(action, "ainvoke", None))
 
 
 def _register_types(schema: type[Any]) -> None:
@@ -586,6 +603,8 @@ class _NodeWriter:
         "edge_writes",
         "graph",
         "is_start",
+        "managed",
+        "managed_keys",
         "name",
         "output_keys",
         "state_mapper",
@@ -611,6 +630,10 @@ class _NodeWriter:
         self.is_start = name == START
         self.where = "the input" if name == START else f"node {name!r}"
         self.graph: CompiledStateGraph | None = None
+        self.managed_keys: frozenset[str] = frozenset()
+        """Managed value keys of any schema: writes to them are ignored."""
+        self.managed: tuple[str, ...] = ()
+        """The state schema's managed value keys, which path functions read."""
 
     def _update(self, writes: list[tuple[str, Any]], update: Any) -> None:
         if update is None:
@@ -620,15 +643,20 @@ class _NodeWriter:
             for key, value in update.items():
                 if key not in keys:
                     self._unknown_key(key)
+                    continue
                 writes.append((key, value))
             return
         assert self.graph is not None
         for key, value in coerce_input(self.graph.state_info, update, self.where):
             if key not in self.output_keys:
                 self._unknown_key(key)
+                continue
             writes.append((key, value))
 
     def _unknown_key(self, key: Any) -> None:
+        """Refuse a write to an undeclared key; a managed value's is ignored."""
+        if key in self.managed_keys:
+            return  # computed per task (RemainingSteps...): nothing to store
         raise InvalidUpdateError(
             error_message(
                 f"{self.where.capitalize()} wrote key {key!r}, which is not in the state "
@@ -652,6 +680,7 @@ class _NodeWriter:
                 for key, value in update:
                     if key not in self.output_keys:
                         self._unknown_key(key)
+                        continue
                     writes.append((key, value))
             else:
                 self._update(writes, update)
@@ -689,9 +718,21 @@ class _NodeWriter:
             writes.extend(self.edge_writes)
 
     def _routing_state(
-        self, read_fresh: Callable[[Sequence[str]], dict[str, Any]]
+        self,
+        task: PregelExecutableTask,
+        read_fresh: Callable[[Sequence[str]], dict[str, Any]],
     ) -> Any:
         state = read_fresh(self.state_keys)
+        if self.managed:  # path functions see the managed values their node saw
+            source = task.input
+            for key in self.managed:
+                value = (
+                    source.get(key, MISSING)
+                    if isinstance(source, dict)
+                    else getattr(source, key, MISSING)
+                )
+                if value is not MISSING:
+                    state[key] = value
         if self.state_mapper is not None:
             state = self.state_mapper(state)
         return state
@@ -705,7 +746,7 @@ class _NodeWriter:
         self._apply_output(task.writes, output)
         if self.branches:
             assert self.graph is not None
-            state = self._routing_state(read_fresh)
+            state = self._routing_state(task, read_fresh)
             known = self.graph.node_names
             for branch in self.branches:
                 task.writes.extend(branch.writes(branch.route(state), known))
@@ -720,7 +761,7 @@ class _NodeWriter:
         self._apply_output(task.writes, output)
         if self.branches:
             assert self.graph is not None
-            state = self._routing_state(read_fresh)
+            state = self._routing_state(task, read_fresh)
             known = self.graph.node_names
             for branch in self.branches:
                 task.writes.extend(branch.writes(await branch.aroute(state), known))
@@ -743,6 +784,7 @@ class CompiledStateGraph(Pregel):
         interrupt_after: All | Sequence[str],
         debug: bool,
         name: str,
+        strict_input: bool = False,
     ) -> CompiledStateGraph:
         graph_name = name
         channels: dict[str, BaseChannel[Any, Any, Any]] = {
@@ -828,6 +870,7 @@ class CompiledStateGraph(Pregel):
                 else None,
                 metadata=spec.metadata,
                 subgraphs=subgraphs,
+                managed=info.managed,
             )
         graph = cls(
             nodes=nodes,
@@ -855,8 +898,17 @@ class CompiledStateGraph(Pregel):
         graph.schema_version = builder.schema_version
         graph.migrations = dict(builder.migrations)
         graph.state_channel_set = output_keys
+        graph.input_keys = (
+            frozenset(input_info.keys) if input_info.keys else output_keys
+        )
+        graph.strict_input = strict_input
+        managed_keys = frozenset(
+            key for info in builder.schemas.values() for key in info.managed
+        )
         for writer in writers.values():
             writer.graph = graph
+            writer.managed_keys = managed_keys
+            writer.managed = tuple(state_info.managed) if writer.branches else ()
         return graph
 
     # -- hooks -----------------------------------------------------------------------
@@ -867,6 +919,8 @@ class CompiledStateGraph(Pregel):
     node_names: frozenset[str]
     migrations: dict[int, Migration]
     state_channel_set: frozenset[str]
+    input_keys: frozenset[str]
+    strict_input: bool
 
     def goto_write(self, target: Any, where: str) -> tuple[str, Any]:
         if isinstance(target, Send):
@@ -893,15 +947,24 @@ class CompiledStateGraph(Pregel):
     def map_input(self, input: Any) -> list[tuple[str, Any]]:
         if input is None:
             return []
-        info = self.input_info
-        pairs = coerce_input(info, input, "the input")
-        allowed = set(info.keys) if info.keys else self.state_channel_set
+        allowed = self.input_keys
+        if (
+            not self.strict_input
+            and isinstance(input, dict)
+            and any(key not in allowed for key in input)
+        ):
+            input = {k: v for k, v in input.items() if k in allowed}
+        pairs = coerce_input(self.input_info, input, "the input")
         for key, _ in pairs:
             if key not in allowed:
+                if not self.strict_input:  # fields of an input object
+                    pairs = [pair for pair in pairs if pair[0] in allowed]
+                    break
                 raise InvalidUpdateError(
                     error_message(
                         f"The input has key {key!r}, which is not in the input schema "
-                        f"{info.schema.__name__} (keys: {sorted(allowed)})",
+                        f"{self.input_info.schema.__name__} (keys: {sorted(allowed)}). "
+                        "This graph was compiled with strict_input=True.",
                         ErrorCode.INVALID_GRAPH_NODE_RETURN_VALUE,
                     )
                 )

@@ -9,14 +9,23 @@ from engine.prebuilt.chat_model import (
     call_model,
 )
 from engine.prebuilt.react_agent import create_react_agent
-from engine.prebuilt.tool_node import ToolNode, tools_condition
+from engine.prebuilt.tool_node import (
+    InjectedState,
+    InjectedStore,
+    ToolNode,
+    ToolRuntime,
+    tools_condition,
+)
 from engine.prebuilt.tools import Tool, as_tool, tool
 
 __all__ = (
     "ChatModel",
+    "InjectedState",
+    "InjectedStore",
     "ScriptedChatModel",
     "Tool",
     "ToolNode",
+    "ToolRuntime",
     "acall_model",
     "as_tool",
     "call_model",

@@ -1,4 +1,9 @@
-"""ToolNode: run the tool calls of the last assistant message; tools_condition: route to it."""
+"""ToolNode: run the tool calls of the last assistant message; tools_condition: route to it.
+
+Tools may ask for the graph state, the store or a :class:`ToolRuntime` with
+``InjectedState`` / ``InjectedStore`` annotations (see ``_injected``); the ToolNode
+fills those arguments in and the model never sees them.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,21 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 from engine._internal._constants import END
+from engine.prebuilt._injected import (
+    InjectedState,
+    InjectedStore,
+    ToolRuntime,
+    injected_values,
+)
 from engine.prebuilt.tools import Tool, as_tool
 
-__all__ = ("ToolNode", "tools_condition")
+__all__ = (
+    "InjectedState",
+    "InjectedStore",
+    "ToolNode",
+    "ToolRuntime",
+    "tools_condition",
+)
 
 
 def _messages(state: Any, key: str) -> list[Any]:
@@ -51,6 +68,11 @@ class ToolNode:
         messages_key: the state key holding the conversation.
     """
 
+    name: str
+    """The node's name."""
+    tools_by_name: dict[str, Tool]
+    """The tools this node runs, by the name the model calls them."""
+
     def __init__(
         self,
         tools: Sequence[Any],
@@ -82,17 +104,32 @@ class ToolNode:
             "status": status,
         }
 
-    def _run_one(self, call: dict[str, Any]) -> dict[str, Any]:
+    def _arguments(self, call: dict[str, Any], state: Any) -> dict[str, Any]:
+        """The call's arguments plus what the tool asks to be injected.
+
+        Runs in the node's own thread, where the run's store and config are known.
+        """
+        args = dict(call.get("args") or {})
+        tool = self.tools_by_name.get(call.get("name", ""))
+        if tool is not None and tool.injected:
+            tools = list(self.tools_by_name.values())
+            args.update(injected_values(tool.injected, state, call, tools))
+        return args
+
+    def _unknown(self, call: dict[str, Any]) -> dict[str, Any]:
+        return self._message(
+            call,
+            f"Error: {call.get('name')!r} is not a valid tool, try one of "
+            f"[{', '.join(sorted(self.tools_by_name))}].",
+            "error",
+        )
+
+    def _run_one(self, call: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
         tool = self.tools_by_name.get(call.get("name", ""))
         if tool is None:
-            return self._message(
-                call,
-                f"Error: {call.get('name')!r} is not a valid tool, try one of "
-                f"[{', '.join(sorted(self.tools_by_name))}].",
-                "error",
-            )
+            return self._unknown(call)
         try:
-            return self._message(call, _content(tool.invoke(call.get("args") or {})))
+            return self._message(call, _content(tool.invoke(args)))
         except Exception as exc:
             if not self.handle_tool_errors:
                 raise
@@ -100,14 +137,14 @@ class ToolNode:
                 call, f"Error: {exc!r}\n Please fix your mistakes.", "error"
             )
 
-    async def _arun_one(self, call: dict[str, Any]) -> dict[str, Any]:
+    async def _arun_one(
+        self, call: dict[str, Any], args: dict[str, Any]
+    ) -> dict[str, Any]:
         tool = self.tools_by_name.get(call.get("name", ""))
         if tool is None:
-            return self._run_one(call)
+            return self._unknown(call)
         try:
-            return self._message(
-                call, _content(await tool.ainvoke(call.get("args") or {}))
-            )
+            return self._message(call, _content(await tool.ainvoke(args)))
         except Exception as exc:
             if not self.handle_tool_errors:
                 raise
@@ -117,20 +154,30 @@ class ToolNode:
 
     def __call__(self, state: Any) -> dict[str, Any]:
         calls = self._pending(state)
+        arguments = [self._arguments(c, state) for c in calls]
         if len(calls) <= 1:
-            results = [self._run_one(c) for c in calls]
+            results = [
+                self._run_one(c, a) for c, a in zip(calls, arguments, strict=True)
+            ]
         else:
             with ThreadPoolExecutor(max_workers=min(8, len(calls))) as pool:
-                results = list(pool.map(self._run_one, calls))
+                results = list(pool.map(self._run_one, calls, arguments))
         return {self.messages_key: results}
 
-    async def ainvoke(self, state: Any, config: Any = None) -> dict[str, Any]:
-        calls = self._pending(state)
-        results = await asyncio.gather(*(self._arun_one(c) for c in calls))
+    async def ainvoke(
+        self, input: Any, config: Any = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Run the tool calls concurrently (``config`` and ``kwargs`` are unused)."""
+        calls = self._pending(input)
+        results = await asyncio.gather(
+            *(self._arun_one(c, self._arguments(c, input)) for c in calls)
+        )
         return {self.messages_key: list(results)}
 
-    def invoke(self, state: Any, config: Any = None) -> dict[str, Any]:
-        return self(state)
+    def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> dict[str, Any]:
+        """Run the tool calls of ``input``'s last message (``config`` and ``kwargs``
+        are unused: the running task's config is read from the run)."""
+        return self(input)
 
 
 def tools_condition(

@@ -166,6 +166,7 @@ def prepare_next_tasks(
     updated_channels: set[str] | None = None,
     trigger_to_nodes: Mapping[str, Sequence[str]] | None = None,
     for_execution: bool = True,
+    stop: int | None = None,
 ) -> dict[str, PregelExecutableTask]:
     """The tasks of the next super-step, keyed by task id.
 
@@ -173,6 +174,8 @@ def prepare_next_tasks(
     trigger channels advanced since they last ran become pull tasks. When the
     channels updated by the previous step are known, only the nodes subscribed to
     them are considered, so planning cost follows what changed, not graph size.
+    ``stop`` (where the run's recursion limit ends it) lets pull tasks read
+    managed values (``RemainingSteps``...); without it they are left out.
     """
     tasks: dict[str, PregelExecutableTask] = {}
     checkpoint_id = checkpoint["id"]
@@ -215,7 +218,7 @@ def prepare_next_tasks(
         task_id = task_id_for(
             checkpoint_id, checkpoint_ns, step_str, name, PULL, *triggers
         )
-        value = node.read_input(channels)
+        value = node.read_input(channels, step, stop)
         if value is MISSING:
             continue
         tasks[task_id] = PregelExecutableTask(

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from engine import events as ev
+from engine._internal._config import DEFAULT_RECURSION_LIMIT
 from engine._internal._constants import (
     CONF,
     CONFIG_KEY_CHECKPOINT_ID,
@@ -139,7 +140,9 @@ class PregelLoop:
         self.is_nested = is_nested
         self.output_keys = output_keys
         self.stream_keys = stream_keys
-        self.recursion_limit: int = config.get("recursion_limit", 25)
+        self.recursion_limit: int = config.get(
+            "recursion_limit", DEFAULT_RECURSION_LIMIT
+        )
 
         self.status: Status = "input"
         self.tasks: dict[str, PregelExecutableTask] = {}
@@ -486,6 +489,7 @@ class PregelLoop:
             updated_channels=self.updated_channels,
             trigger_to_nodes=self.graph.trigger_to_nodes,
             for_execution=for_execution,
+            stop=self.stop,
         )
 
     def tick(self) -> bool:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine._internal._typing import MISSING
 from engine.channels.base import BaseChannel
+from engine.managed.base import ManagedScope, ManagedValueMapping
 from engine.pregel._call import NodeCallable
 from engine.types import CachePolicy, RetryPolicy, TimeoutPolicy
 
@@ -35,6 +36,7 @@ class PregelNode:
         mapper: turns the input dict into the node's input type (pydantic model...).
         bound: the node's callable.
         writers: functions that turn the output into writes.
+        managed: managed values (``RemainingSteps``...) added to the input dict.
     """
 
     __slots__ = (
@@ -42,6 +44,7 @@ class PregelNode:
         "cache_policy",
         "channels",
         "error_handler",
+        "managed",
         "mapper",
         "metadata",
         "name",
@@ -70,6 +73,7 @@ class PregelNode:
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
         subgraphs: Sequence[Any] = (),
+        managed: ManagedValueMapping | None = None,
     ) -> None:
         self.name = name
         self.triggers = list(triggers)
@@ -85,12 +89,22 @@ class PregelNode:
         self.tags = tuple(tags)
         self.metadata = dict(metadata or {})
         self.subgraphs = list(subgraphs)
+        self.managed = tuple((managed or {}).items())
 
     def refresh_triggers(self) -> None:
         self.sorted_triggers = tuple(sorted(self.triggers))
 
-    def read_input(self, channels: Mapping[str, BaseChannel[Any, Any, Any]]) -> Any:
-        """The node's input from the current channels, or MISSING when unreadable."""
+    def read_input(
+        self,
+        channels: Mapping[str, BaseChannel[Any, Any, Any]],
+        step: int = 0,
+        stop: int | None = None,
+    ) -> Any:
+        """The node's input from the current channels, or MISSING when unreadable.
+
+        With ``stop`` (where the run's recursion limit ends it), managed values
+        are computed for a task running at ``step`` and added.
+        """
         keys = self.channels
         if isinstance(keys, str):
             return channels[keys].peek()
@@ -99,6 +113,10 @@ class PregelNode:
             value = channels[key].peek()
             if value is not MISSING:
                 values[key] = value
+        if self.managed and stop is not None:
+            scope = ManagedScope(step, stop)
+            for key, spec in self.managed:
+                values[key] = spec.get(scope)
         mapper = self.mapper
         return mapper(values) if mapper is not None else values
 

@@ -236,8 +236,7 @@ class Pregel:
                 base[CONF][CONFIG_KEY_CHECKPOINT_NS] = _child_ns(
                     parent, self.checkpointer
                 )
-        merged = merge_configs(self.config, base, config)
-        merged.setdefault("recursion_limit", 25)
+        merged = merge_configs(self.config, base, config)  # sets the default limit
         limit = merged["recursion_limit"]
         if not isinstance(limit, int) or limit < 1:
             raise ValueError(f"recursion_limit must be a positive int, got {limit!r}")

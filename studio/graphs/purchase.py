@@ -371,7 +371,9 @@ def build(
     )
     graph.add_edge("execute", END)
     graph.add_edge("reject", END)
-    return graph.compile(checkpointer=checkpointer, name="purchase")
+    # strict_input: a client-sent key outside PurchaseInput (``requester``) is
+    # refused, not ignored as LangGraph (and the engine by default) would
+    return graph.compile(checkpointer=checkpointer, name="purchase", strict_input=True)
 
 
 def second_level_above() -> int:

@@ -292,8 +292,9 @@ class Worker:
             "configurable": configurable,
             "metadata": metadata,
             "run_id": run.run_id,
-            "recursion_limit": int(run.config.get("recursion_limit", 25)),
         }
+        if "recursion_limit" in run.config:  # else the engine's default (LangGraph's)
+            config["recursion_limit"] = int(run.config["recursion_limit"])
         tags = run.config.get("tags")
         if isinstance(tags, list):
             config["tags"] = [str(t) for t in tags]

@@ -99,6 +99,9 @@ def test_requester_is_the_user_who_started_the_run(alice: User) -> None:
 
 
 def test_client_sent_requester_is_refused(alice: User) -> None:
+    # The engine ignores unknown input keys by default (as LangGraph does); the
+    # purchase graph compiles with strict_input=True, so a client cannot even try
+    # to name the requester: the run fails before any node runs.
     run = runs.start_run(
         graph="purchase", user=alice, input={**REQUEST, "requester": "mallory"}
     )
@@ -107,7 +110,9 @@ def test_client_sent_requester_is_refused(alice: User) -> None:
 
     run.refresh_from_db()
     assert run.status == Run.Status.ERROR
-    assert "requester" in run.error["message"]
+    assert run.error["error"] == "InvalidUpdateError"
+    assert "'requester'" in run.error["message"]
+    assert "strict_input=True" in run.error["message"]
     assert Thread.objects.get(pk=run.thread_id).status == Thread.Status.ERROR
 
 

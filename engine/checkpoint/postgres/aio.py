@@ -100,17 +100,23 @@ class AsyncPostgresSaver(SqlCheckpointSaver):
     @classmethod
     @asynccontextmanager
     async def from_conn_string(
-        cls, conn_string: str, *, max_size: int = 10, **kwargs: Any
+        cls,
+        conn_string: str,
+        *,
+        serde: SerializerProtocol | None = None,
+        max_size: int = 10,
+        **kwargs: Any,
     ) -> AsyncIterator[AsyncPostgresSaver]:
         """A saver on a new async connection pool (closed on exit).
 
         Args:
             conn_string: a libpq DSN or URL.
+            serde: serializer (default: tagged JSON).
             max_size: most connections the pool opens.
-            **kwargs: constructor arguments (``serde``, ``default_ttl``).
+            **kwargs: other constructor arguments (``default_ttl``).
         """
         async with aopen_pool(conn_string, max_size=max_size) as pool:
-            yield cls(pool, **kwargs)
+            yield cls(pool, serde=serde, **kwargs)
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[AsyncConnection[Any]]:

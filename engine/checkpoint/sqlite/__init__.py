@@ -8,9 +8,12 @@ consistent snapshot. ``synchronous=NORMAL`` (set by :meth:`from_conn_string`)
 keeps every commit across a process crash; a power loss may drop the last
 commits but never corrupts the file.
 
+The tables are created (and upgraded after an engine upgrade) on the saver's
+first use, as LangGraph's SQLite savers do; :meth:`SqliteSaver.setup` does it
+up front.
+
 Example:
     >>> with SqliteSaver.from_conn_string("checkpoints.db") as saver:
-    ...     saver.setup()
     ...     graph = builder.compile(checkpointer=saver)
 """
 
@@ -62,8 +65,11 @@ def migrate(conn: sqlite3.Connection) -> list[int]:
     """Apply the migrations this database lacks; the versions applied.
 
     Safe when several processes call it at once: ``BEGIN IMMEDIATE`` lets one
-    apply them while the others wait, then find nothing left to do.
+    apply them while the others wait, then find nothing left to do. A database
+    that is already current is only read (so a read-only file works).
     """
+    if _is_current(conn):
+        return []
     with suppress(sqlite3.OperationalError):  # read-only or :memory: databases
         conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("BEGIN IMMEDIATE")
@@ -89,8 +95,19 @@ def migrate(conn: sqlite3.Connection) -> list[int]:
     return applied
 
 
+def _is_current(conn: sqlite3.Connection) -> bool:
+    try:
+        rows = conn.execute("SELECT v FROM engine_checkpoint_migrations").fetchall()
+    except sqlite3.OperationalError:  # no such table: never set up
+        return False
+    return {row[0] for row in rows} >= set(range(len(MIGRATIONS)))
+
+
 class SqliteSaver(SqlCheckpointSaver):
     """Checkpoints in SQLite (``sqlite3``; no extra dependency).
+
+    The first call that touches the database creates or upgrades the tables
+    (LangGraph's behaviour); calling :meth:`setup` first is optional.
 
     Args:
         conn: an open connection; it must not have ``autocommit=False`` (the
@@ -133,13 +150,18 @@ class SqliteSaver(SqlCheckpointSaver):
             conn.close()
 
     def setup(self) -> None:
-        """Create or upgrade the tables (numbered migrations; a no-op when current)."""
+        """Create or upgrade the tables (numbered migrations; a no-op when current).
+
+        Optional: the saver runs it on first use.
+        """
         with self.lock:
             if not self.is_setup:
                 migrate(self.conn)
                 self.is_setup = True
 
     def _run(self, op: Op[T], *, write: bool) -> T:
+        if not self.is_setup:
+            self.setup()
         conn = self.conn
 
         def execute(stmt: Stmt) -> Rows | None:

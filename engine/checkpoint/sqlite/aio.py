@@ -4,9 +4,11 @@ Each call runs the sync saver's operation in a worker thread
 (``asyncio.to_thread``), so the event loop never waits on SQLite; the
 connection is still shared behind one lock and every call is one transaction.
 
+The tables are created on first use, as with :class:`SqliteSaver`;
+``await saver.setup()`` does it up front.
+
 Example:
     >>> async with AsyncSqliteSaver.from_conn_string("checkpoints.db") as saver:
-    ...     await saver.setup()
     ...     graph = builder.compile(checkpointer=saver)
     ...     await graph.ainvoke(inputs, {"configurable": {"thread_id": "1"}})
 """
@@ -65,7 +67,10 @@ class AsyncSqliteSaver(SqlCheckpointSaver):
             await asyncio.to_thread(conn.close)
 
     async def setup(self) -> None:
-        """Create or upgrade the tables (numbered migrations; a no-op when current)."""
+        """Create or upgrade the tables (numbered migrations; a no-op when current).
+
+        Optional: the saver runs it on first use.
+        """
         await asyncio.to_thread(self.sync.setup)
 
     def _run(self, op: Op[T], *, write: bool) -> T:

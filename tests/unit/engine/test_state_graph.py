@@ -2,15 +2,20 @@
 
 Every expected output below was learned by running the same graph on LangGraph 1.2.
 Where the engine is deliberately stricter (issue 3), the test says so: unknown keys
-in a node's update or in the input raise ``InvalidUpdateError``; a conditional edge
-answering outside its path map raises ``InvalidUpdateError`` (LangGraph: ``KeyError``).
+in a node's update raise ``InvalidUpdateError``; a conditional edge answering
+outside its path map raises ``InvalidUpdateError`` (LangGraph: ``KeyError``). Input
+keys outside the input schema are ignored, as in LangGraph (issue 13), unless the
+graph is compiled with ``strict_input=True``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import operator
+import os
 import re
+import subprocess
+import sys
 from typing import Annotated, Any, Literal, TypedDict
 
 import pydantic
@@ -200,12 +205,21 @@ def test_invoke_node_writing_an_unknown_key_raises_naming_node_and_key() -> None
     assert "'a'" in str(info.value)
 
 
-def test_invoke_input_with_an_unknown_key_raises_naming_the_key() -> None:
-    # Issue 3, deliberate difference (b): LangGraph ignores unknown input keys.
+def test_invoke_input_with_an_unknown_key_ignores_it_as_langgraph_does() -> None:
     graph = chain(["a"]).compile()
 
-    with pytest.raises(InvalidUpdateError, match="'q'"):
+    assert graph.invoke({"x": 0, "q": 1}) == {"x": 0, "log": ["a"]}
+
+
+def test_strict_input_refuses_an_unknown_input_key_naming_it() -> None:
+    graph = chain(["a"]).compile(strict_input=True)
+
+    with pytest.raises(InvalidUpdateError, match="'q'") as info:
         graph.invoke({"x": 0, "q": 1})
+
+    assert "strict_input=True" in str(info.value)
+    assert "INVALID_GRAPH_NODE_RETURN_VALUE" in str(info.value)
+    assert graph.invoke({"x": 0}) == {"x": 0, "log": ["a"]}
 
 
 def test_invoke_empty_dict_input_runs_and_none_input_raises() -> None:
@@ -275,17 +289,66 @@ def test_recursion_limit_a_chain_of_n_nodes_needs_n_plus_one(length: int) -> Non
     assert "GRAPH_RECURSION_LIMIT" in str(info.value)
 
 
-def test_recursion_limit_defaults_to_25() -> None:
-    # Issue 3 fixes the default at 25 (LangGraph 1.2 moved to 10007).
+def _loop_until(limit: int) -> Any:
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(LogState)
     builder.add_node("inc", lambda s: {"x": s["x"] + 1})
     builder.add_edge(START, "inc")
-    builder.add_conditional_edges("inc", lambda s: "inc" if s["x"] < 100 else END)
-    graph = builder.compile()
+    builder.add_conditional_edges("inc", lambda s: "inc" if s["x"] < limit else END)
+    return builder.compile()
 
-    with pytest.raises(GraphRecursionError, match="Recursion limit of 25 reached"):
-        graph.invoke({"x": 0})
+
+def test_recursion_limit_defaults_to_langgraphs_10007() -> None:
+    # LangGraph 1.2: DEFAULT_RECURSION_LIMIT = 10007 (issue 13; issue 3 had 25)
+    with pytest.raises(GraphRecursionError, match="Recursion limit of 10007 reached"):
+        _loop_until(20_000).invoke({"x": 0})
     assert issubclass(GraphRecursionError, RecursionError)
+
+
+def test_a_50_node_chain_runs_with_no_config() -> None:
+    names = [f"n{i}" for i in range(50)]
+
+    assert chain(names).compile().invoke({"x": 0})["log"] == names
+
+
+def test_an_explicit_limit_equal_to_the_default_still_applies() -> None:
+    bound = _loop_until(100).with_config(recursion_limit=10)
+
+    with pytest.raises(GraphRecursionError, match="Recursion limit of 10 reached"):
+        bound.invoke({"x": 0})
+    assert bound.invoke({"x": 0}, {"recursion_limit": 10007})["x"] == 100
+
+
+def test_the_default_does_not_replace_a_limit_bound_with_with_config() -> None:
+    bound = _loop_until(100).with_config(recursion_limit=10)
+
+    with pytest.raises(GraphRecursionError, match="Recursion limit of 10 reached"):
+        bound.invoke({"x": 0}, {"configurable": {"k": "v"}})
+
+
+def test_the_default_comes_from_the_environment_at_import() -> None:
+    code = (
+        "from tests._support.graphs import LogState\n"
+        "from engine.graph import END, START, StateGraph\n"
+        "from engine.errors import GraphRecursionError\n"
+        "b = StateGraph(LogState)\n"
+        "b.add_node('inc', lambda s: {'x': s['x'] + 1})\n"
+        "b.add_edge(START, 'inc')\n"
+        "b.add_conditional_edges('inc', lambda s: 'inc' if s['x'] < 99 else END)\n"
+        "try:\n"
+        "    b.compile().invoke({'x': 0})\n"
+        "except GraphRecursionError as exc:\n"
+        "    print(str(exc).splitlines()[0])\n"
+    )
+    env = {**os.environ, "LANGGRAPH_DEFAULT_RECURSION_LIMIT": "7"}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+    assert done.stdout.startswith("Recursion limit of 7 reached")
 
 
 # -- schemas --------------------------------------------------------------------------
@@ -351,16 +414,36 @@ def test_pydantic_state_node_may_return_a_model() -> None:
 def test_pydantic_state_invalid_input_raises_a_typed_error_naming_the_field(
     inputs: dict[str, Any], field: str
 ) -> None:
-    # LangGraph raises pydantic's ValidationError (a ValueError); so does the engine,
-    # as an InvalidUpdateError that is also a ValueError.
+    # LangGraph raises pydantic's ValidationError (a ValueError); the engine raises
+    # one too (issue 13), which is also an InvalidUpdateError naming the input.
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(Person)
     builder.add_node("n", noop)
     builder.add_edge(START, "n")
 
-    with pytest.raises(ValueError, match=field) as info:
+    with pytest.raises(pydantic.ValidationError, match=field) as info:
         builder.compile().invoke(inputs)
 
     assert isinstance(info.value, InvalidUpdateError)
+    assert isinstance(info.value, ValueError)
+    assert [err["loc"] for err in info.value.errors()] == [(field,)]
+    assert info.value.title == "Person"
+    assert "Invalid value for the input in state Person" in str(info.value)
+    assert "INVALID_STATE" in str(info.value)
+
+
+def test_pydantic_state_input_with_an_unknown_key_ignores_it() -> None:
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(Person)
+    builder.add_node("n", lambda s: {"count": s.count + 1})
+    builder.add_edge(START, "n")
+    graph = builder.compile()
+
+    assert graph.invoke({"name": "a", "zzz": 1}) == {
+        "name": "a",
+        "count": 1,
+        "tags": [],
+    }
+    with pytest.raises(InvalidUpdateError, match="'zzz'"):
+        builder.compile(strict_input=True).invoke({"name": "a", "zzz": 1})
 
 
 @dataclasses.dataclass
@@ -434,10 +517,22 @@ def test_output_schema_does_not_filter_values_or_updates_streams() -> None:
     ]
 
 
-def test_input_schema_refuses_keys_outside_it() -> None:
-    # Issue 3, deliberate difference (b): LangGraph drops "scratch" silently.
+def test_input_schema_drops_keys_outside_it() -> None:
+    # LangGraph 1.2 drops "scratch" silently: it is state, but not input
+    assert worksheet_graph().invoke({"question": "q", "scratch": "x"}) == {
+        "answer": "THINKING ABOUT Q"
+    }
+
+
+def test_strict_input_refuses_keys_outside_the_input_schema() -> None:
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(
+        Worksheet, input_schema=Question, output_schema=Answer
+    )
+    builder.add_node("think", lambda s: {"scratch": "x"})
+    builder.add_edge(START, "think")
+
     with pytest.raises(InvalidUpdateError, match="'scratch'"):
-        worksheet_graph().invoke({"question": "q", "scratch": "x"})
+        builder.compile(strict_input=True).invoke({"question": "q", "scratch": "x"})
 
 
 class Overall(TypedDict):
@@ -786,3 +881,56 @@ def test_draw_mermaid_labels_conditional_edges_in_mermaid_syntax() -> None:
 
     # Mermaid's documented forms: `a -. text .-> b` (LangGraph's) or `a -.->|text| b`.
     assert re.search(r"a -\. ?(&nbsp;)?go_b(&nbsp;)? ?\.-> b|a -\.->\|go_b\| ?b", text)
+
+
+# -- ported programs (issue 13) -------------------------------------------------------
+
+
+class Inner(TypedDict):
+    x: int
+
+
+class Outer(TypedDict):
+    x: int
+    note: str
+
+
+def test_a_node_can_call_a_subgraph_with_the_parents_whole_state() -> None:
+    # LangGraph's documented pattern: the subgraph ignores keys it does not declare
+    inner: StateGraph[Any, Any, Any, Any] = StateGraph(Inner)
+    inner.add_node("times_ten", lambda s: {"x": s["x"] * 10})
+    inner.add_edge(START, "times_ten")
+    subgraph = inner.compile()
+
+    def call_subgraph(state: Outer) -> dict[str, Any]:
+        return {"x": subgraph.invoke(state)["x"]}
+
+    outer: StateGraph[Any, Any, Any, Any] = StateGraph(Outer)
+    outer.add_node("call", call_subgraph)
+    outer.add_edge(START, "call")
+
+    assert outer.compile().invoke({"x": 2, "note": "n"}) == {"x": 20, "note": "n"}
+
+
+def test_a_timeout_on_a_sync_node_is_refused_at_compile_with_a_value_error() -> None:
+    # LangGraph 1.2 accepts add_node(..., timeout=) and refuses at compile, ValueError
+    builder = one_node_builder()
+    builder.add_node("slow", lambda s: {}, timeout=1.0)
+    builder.add_edge(START, "slow")
+
+    with pytest.raises(ValueError, match="'slow'") as info:
+        builder.compile()
+
+    assert isinstance(info.value, GraphValidationError)
+    assert "INVALID_GRAPH" in str(info.value)
+
+
+def test_a_timeout_on_an_async_node_compiles() -> None:
+    async def slow(state: Any) -> dict[str, Any]:
+        return {}
+
+    builder = one_node_builder()
+    builder.add_node("slow", slow, timeout=1.0)
+    builder.add_edge(START, "slow")
+
+    assert builder.compile() is not None

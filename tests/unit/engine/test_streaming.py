@@ -462,7 +462,7 @@ def test_batch_invokes_once_per_input() -> None:
 
 
 def test_batch_return_exceptions_keeps_going() -> None:
-    graph = plain_graph()
+    graph = plain_graph(strict_input=True)  # so the unknown key "bad" fails
 
     results = graph.batch([{"x": 1}, {"x": 1, "bad": 0}], return_exceptions=True)
 

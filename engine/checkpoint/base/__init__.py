@@ -6,6 +6,8 @@ writes are the writes of tasks that finished in the step *after* a checkpoint;
 they make resuming exact (finished tasks are not run again).
 
 Backends persist opaque ``(type_tag, payload)`` pairs made by ``self.serde``.
+A package, as in LangGraph: :mod:`engine.checkpoint.base.id` makes the UUIDv6
+checkpoint ids (``uuid6``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,12 @@ from engine._internal._ids import new_checkpoint_id
 from engine._internal._typing import RunnableConfig
 from engine.checkpoint.serde.base import SerializerProtocol
 from engine.checkpoint.serde.jsonplus import JsonPlusSerializer
-from engine.errors import CheckpointConflictError, ErrorCode, error_message
+from engine.errors import (
+    CheckpointConflictError,
+    EmptyChannelError,
+    ErrorCode,
+    error_message,
+)
 
 __all__ = (
     "WRITES_IDX_MAP",
@@ -39,6 +46,7 @@ __all__ = (
     "CheckpointMetadata",
     "CheckpointSummary",
     "CheckpointTuple",
+    "EmptyChannelError",
     "PendingWrite",
     "PruneStrategy",
     "StepSave",

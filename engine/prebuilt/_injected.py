@@ -1,0 +1,162 @@
+"""Tool arguments the ToolNode fills in itself: the state, the store, a ToolRuntime.
+
+A tool parameter annotated ``Annotated[dict, InjectedState]`` receives the graph
+state (``InjectedState("key")``: one key of it), ``Annotated[Any,
+InjectedStore()]`` the graph's store, and a parameter typed :class:`ToolRuntime`
+all of it at once. These parameters are left out of the schema the model sees,
+and a value the model sends for them is replaced.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar, get_args, get_origin
+
+from engine._internal._scope import current_scope
+from engine._internal._typing import RunnableConfig
+
+__all__ = (
+    "Injection",
+    "InjectedState",
+    "InjectedStore",
+    "ToolRuntime",
+    "find_injections",
+    "injected_values",
+)
+
+ContextT = TypeVar("ContextT")
+StateT = TypeVar("StateT")
+
+
+class InjectedState:
+    """Annotation: the ToolNode passes the graph state to this tool argument.
+
+    Args:
+        field: pass only this key (or attribute) of the state; ``None`` (or the
+            bare class, ``Annotated[dict, InjectedState]``) passes all of it.
+
+    Example:
+        >>> def lookup(q: str, user: Annotated[str, InjectedState("user")]) -> str:
+        ...     return f"{user} asked for {q}"
+    """
+
+    def __init__(self, field: str | None = None) -> None:
+        self.field = field
+
+
+class InjectedStore:
+    """Annotation: the ToolNode passes the graph's store (``compile(store=...)``).
+
+    Example:
+        >>> def remember(fact: str, store: Annotated[Any, InjectedStore()]) -> str:
+        ...     store.put(("facts",), fact, {"text": fact})
+        ...     return "saved"
+    """
+
+
+@dataclass
+class ToolRuntime(Generic[ContextT, StateT]):
+    """Everything a tool may use besides the model's arguments.
+
+    A tool parameter annotated with this class receives one, built for the call.
+    """
+
+    state: StateT
+    """The graph state the ToolNode was called with."""
+    context: ContextT
+    """The run's context (``invoke(..., context=...)``)."""
+    config: RunnableConfig
+    """The running task's config."""
+    stream_writer: Callable[[Any], None]
+    """Writes to the ``custom`` stream."""
+    tool_call_id: str | None
+    """The id of the tool call being answered."""
+    store: Any
+    """The graph's store, or ``None``."""
+    tools: list[Any] = field(default_factory=list)
+    """The tools of the ToolNode running this call."""
+    execution_info: Any = None
+    """Kept for LangGraph compatibility; always ``None`` here."""
+    server_info: Any = None
+    """Kept for LangGraph compatibility; always ``None`` here."""
+
+
+@dataclass(frozen=True, slots=True)
+class Injection:
+    """One injected parameter: ``kind`` is "state", "store" or "runtime"."""
+
+    name: str
+    kind: str
+    field: str | None = None
+
+
+def _injection_for(name: str, annotation: Any) -> Injection | None:
+    if annotation is ToolRuntime or get_origin(annotation) is ToolRuntime:
+        return Injection(name, "runtime")
+    if get_origin(annotation) is not typing.Annotated:
+        return None
+    for item in get_args(annotation)[1:]:
+        if item is InjectedState:
+            return Injection(name, "state")
+        if isinstance(item, InjectedState):
+            return Injection(name, "state", item.field)
+        if item is InjectedStore or isinstance(item, InjectedStore):
+            return Injection(name, "store")
+    return None
+
+
+def find_injections(func: Callable[..., Any]) -> tuple[Injection, ...]:
+    """The parameters of ``func`` the ToolNode fills in (none for most tools)."""
+    try:
+        hints = typing.get_type_hints(func, include_extras=True)
+        params = inspect.signature(func).parameters
+    except (NameError, TypeError, ValueError):
+        return ()
+    found = []
+    for name in params:
+        if (injection := _injection_for(name, hints.get(name))) is not None:
+            found.append(injection)
+    return tuple(found)
+
+
+def _read(state: Any, key: str) -> Any:
+    return state[key] if isinstance(state, dict) else getattr(state, key)
+
+
+def injected_values(
+    injections: tuple[Injection, ...],
+    state: Any,
+    call: dict[str, Any],
+    tools: list[Any],
+) -> dict[str, Any]:
+    """The arguments to add to one tool call (the run's store and config if any)."""
+    scope = current_scope()
+    runtime = scope.runtime if scope is not None else None
+    store = runtime.store if runtime is not None else None
+    values: dict[str, Any] = {}
+    for injection in injections:
+        if injection.kind == "state":
+            field_name = injection.field
+            values[injection.name] = (
+                state if field_name is None else _read(state, field_name)
+            )
+        elif injection.kind == "store":
+            values[injection.name] = store
+        else:
+            values[injection.name] = ToolRuntime(
+                state=state,
+                context=runtime.context if runtime is not None else None,
+                config=scope.config if scope is not None else {},
+                stream_writer=(scope.stream_writer if scope is not None else _ignore),
+                tool_call_id=call.get("id"),
+                store=store,
+                tools=tools,
+            )
+    return values
+
+
+def _ignore(_chunk: Any) -> None:
+    return None

@@ -1,0 +1,669 @@
+"""The engine against LangGraph 1.2's public surface, recorded in a manifest.
+
+``tests/parity/langgraph_manifest.json`` (written by ``tests/parity/make_manifest.py``
+from an installed LangGraph) lists every public module of LangGraph, its public
+names, and for classes and functions their parameters (names, kinds, defaults)
+and public methods. Porting a program is a change of import prefix only if each
+of these exists at the same path under ``engine`` and accepts the same calls:
+
+- every module and name exists (``langgraph.x.Y`` -> ``engine.x.Y``);
+- a constant has the same value; a LangGraph class is a class here too, a
+  TypedDict has the same keys, an enum the same members;
+- a function, class or method accepts every LangGraph parameter: positional ones
+  at the same position under the same name, keyword-only ones by name, with the
+  same default (a default that is not plain data only has to exist), ``*args``
+  and ``**kwargs`` where LangGraph has them; our extra parameters are optional.
+
+``DIFFERENCES`` is the allow-list: each entry is a LangGraph address (a module, a
+name, ``Class.method``, ``function(param)``, ``TypedDict['key']``) and a one-line
+reason; an entry covers what lies under its address. ``DELIBERATE`` entries are
+explained, with how to get LangGraph's behaviour, in the README's "Differences
+from LangGraph" section (a test checks each is mentioned there); ``MISSING``
+entries ("not yet: issue 13") are what remains to port. An entry that no longer
+covers a difference fails the test, so the list only shrinks. After a LangGraph
+upgrade, regenerate the manifest (``tests/parity/make_manifest.py``) and read
+what this test reports.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from engine.graph import START, StateGraph
+from engine.runtime import Runtime
+from tests.parity.make_manifest import MANIFEST, describe, describe_member
+
+NOT_YET = "not yet: issue 13"
+
+
+def _group(reason: str, *addresses: str) -> dict[str, str]:
+    return dict.fromkeys(addresses, reason)
+
+
+_PREGEL = "langgraph.pregel.Pregel"
+_RUNS = ("invoke", "stream", "ainvoke", "astream")
+
+# Deliberate: each is explained, with how to get LangGraph's behaviour, in the
+# README's "Differences from LangGraph" section.
+DELIBERATE: dict[str, str] = {
+    **_group(
+        "Serializer: tagged JSON, never pickle; allow classes with register_type()",
+        "langgraph.checkpoint.serde.jsonplus.EMPTY_BYTES",
+        "langgraph.checkpoint.serde.jsonplus.EXT_CONSTRUCTOR_KW_ARGS",
+        "langgraph.checkpoint.serde.jsonplus.EXT_CONSTRUCTOR_POS_ARGS",
+        "langgraph.checkpoint.serde.jsonplus.EXT_CONSTRUCTOR_SINGLE_ARG",
+        "langgraph.checkpoint.serde.jsonplus.EXT_METHOD_SINGLE_ARG",
+        "langgraph.checkpoint.serde.jsonplus.EXT_NUMPY_ARRAY",
+        "langgraph.checkpoint.serde.jsonplus.EXT_PYDANTIC_V1",
+        "langgraph.checkpoint.serde.jsonplus.EXT_PYDANTIC_V2",
+        "langgraph.checkpoint.serde.jsonplus.InvalidModuleError",
+        "langgraph.checkpoint.serde.jsonplus.LC_REVIVER",
+        "langgraph.checkpoint.serde.jsonplus.JsonPlusSerializer",
+        "langgraph.checkpoint.base.BaseCheckpointSaver.with_allowlist",
+    ),
+    **_group(
+        "Storage layout: our tables differ (values stored once per version, deltas)",
+        "langgraph.checkpoint.base.LATEST_VERSION",
+        "langgraph.checkpoint.postgres.base",
+        "langgraph.checkpoint.postgres.BasePostgresSaver",
+        "langgraph.checkpoint.sqlite.utils",
+        "langgraph.store.postgres.base",
+    ),
+    **_group(
+        'ShallowPostgresSaver: deprecated in LangGraph; use durability="exit"',
+        "langgraph.checkpoint.postgres.ShallowPostgresSaver",
+        "langgraph.checkpoint.postgres.aio.AsyncShallowPostgresSaver",
+        "langgraph.checkpoint.postgres.shallow",
+    ),
+    **_group(
+        "MessageGraph: deprecated in LangGraph; use StateGraph(MessagesState)",
+        "langgraph.graph.MessageGraph",
+        "langgraph.graph.message.MessageGraph",
+    ),
+    **_group(
+        "HumanInterrupt: deprecated in LangGraph 1.0 (langgraph.prebuilt.interrupt)",
+        "langgraph.prebuilt.interrupt",
+    ),
+    **_group(
+        "LangGraph internals: langgraph.utils shims, langgraph.pregel.debug printers",
+        "langgraph.utils",
+        "langgraph.pregel.debug",
+    ),
+    **_group(
+        "CompiledStateGraph: built by StateGraph.compile(); its task class is the runtime's",
+        "langgraph.graph.state.CompiledStateGraph(**kwargs)",
+        "langgraph.graph.state.CompiledStateGraph(+channels)",
+        "langgraph.graph.state.CompiledStateGraph(+input_channels)",
+        "langgraph.graph.state.CompiledStateGraph(+nodes)",
+        "langgraph.graph.state.CompiledStateGraph(+output_channels)",
+        "langgraph.graph.state.CompiledStateGraph(builder)",
+        "langgraph.graph.state.CompiledStateGraph(schema_to_mapper)",
+        "langgraph.graph.state.CompiledStateGraph.attach_branch",
+        "langgraph.graph.state.CompiledStateGraph.attach_edge",
+        "langgraph.graph.state.CompiledStateGraph.attach_node",
+        "langgraph.types.PregelExecutableTask",
+    ),
+    **_group(
+        "UUID.subsec: reads UUID versions 7 and 8; the engine makes version 6 ids",
+        "langgraph.checkpoint.base.id.UUID.subsec",
+    ),
+}
+
+# Still to port (issue 13): the README's differences list names them in one line.
+MISSING: dict[str, str] = {
+    **_group(
+        f"{NOT_YET} (typed v2 stream parts, the v3 stream_events protocol)",
+        "langgraph.stream",
+        *(f"{_PREGEL}.{run}(version)" for run in _RUNS),
+        *(
+            f"{_PREGEL}.{events}({param})"
+            for events in ("stream_events", "astream_events")
+            for param in ("version", "transformers", "**kwargs")
+        ),
+        f"{_PREGEL}(stream_transformers)",
+        "langgraph.graph.StateGraph.compile(transformers)",
+        "langgraph.prebuilt.ToolCallTransformer",
+        "langgraph.prebuilt.ToolRuntime.emit_output_delta",
+        *(
+            f"langgraph.types.{name}"
+            for name in (
+                "StreamPart",
+                "ValuesStreamPart",
+                "UpdatesStreamPart",
+                "MessagesStreamPart",
+                "CustomStreamPart",
+                "CheckpointStreamPart",
+                "TasksStreamPart",
+                "DebugStreamPart",
+                "TaskPayload",
+                "TaskResultPayload",
+                "CheckpointTask",
+                "CheckpointPayload",
+                "DebugPayload",
+                "GraphOutput",
+            )
+        ),
+    ),
+    **_group(
+        f"{NOT_YET} (run control, drain, server and execution info)",
+        *(f"{_PREGEL}.{run}(control)" for run in _RUNS),
+        "langgraph.errors.GraphDrained",
+        "langgraph.runtime.BaseUser",
+        "langgraph.runtime.ExecutionInfo",
+        "langgraph.runtime.RunControl",
+        "langgraph.runtime.ServerInfo",
+        "langgraph.runtime.Runtime(control)",
+        "langgraph.runtime.Runtime(execution_info)",
+        "langgraph.runtime.Runtime(heartbeat)",
+        "langgraph.runtime.Runtime(server_info)",
+        "langgraph.runtime.Runtime.control",
+        "langgraph.runtime.Runtime.drain_reason",
+        "langgraph.runtime.Runtime.drain_requested",
+        "langgraph.runtime.Runtime.execution_info",
+        "langgraph.runtime.Runtime.patch_execution_info",
+        "langgraph.runtime.Runtime.server_info",
+    ),
+    **_group(
+        f"{NOT_YET} (node defaults, trace policies, timeouts in the functional API)",
+        "langgraph.graph.StateGraph.set_node_defaults",
+        "langgraph.graph.StateGraph.add_node(trace_policy)",
+        "langgraph.types.TracePolicy",
+        "langgraph.types.omit_payload",
+        "langgraph.func.task(timeout)",
+        "langgraph.func.entrypoint(timeout)",
+        "langgraph.types.Send(timeout)",
+        "langgraph.types.Send.timeout",
+    ),
+    **_group(
+        f"{NOT_YET} (the rest of the compiled graph's API)",
+        f"{_PREGEL}.clear_cache",
+        f"{_PREGEL}.aclear_cache",
+        f"{_PREGEL}(cache_policy)",
+        f"{_PREGEL}.cache_policy",
+        f"{_PREGEL}.aget_graph",
+        f"{_PREGEL}.aget_subgraphs",
+        f"{_PREGEL}.bulk_update_state",
+        f"{_PREGEL}.abulk_update_state",
+        f"{_PREGEL}.config_schema",
+        f"{_PREGEL}.get_config_jsonschema",
+        f"{_PREGEL}.get_context_jsonschema",
+        f"{_PREGEL}.get_input_jsonschema",
+        f"{_PREGEL}.get_output_jsonschema",
+        f"{_PREGEL}.get_input_schema",
+        f"{_PREGEL}.get_output_schema",
+        "langgraph.graph.state.CompiledStateGraph.get_input_jsonschema",
+        "langgraph.graph.state.CompiledStateGraph.get_output_jsonschema",
+        f"{_PREGEL}.InputType",
+        f"{_PREGEL}.OutputType",
+        f"{_PREGEL}.copy(update)",
+    ),
+    **_group(
+        f"{NOT_YET} (the low-level Pregel/NodeBuilder API)",
+        "langgraph.pregel.NodeBuilder",
+        "langgraph.pregel.main.NodeBuilder",
+        "langgraph.pregel.protocol",
+        *(
+            f"{_PREGEL}({param})"
+            for param in (
+                "**kwargs",
+                "auto_validate",
+                "debug",
+                "node_error_handler_map",
+                "step_timeout",
+                "stream_eager",
+                "trigger_to_nodes",
+            )
+        ),
+        f"{_PREGEL}.validate",
+        f"{_PREGEL}.step_timeout",
+        f"{_PREGEL}.stream_eager",
+        f"{_PREGEL}.stream_channels_asis",
+        f"{_PREGEL}.stream_channels_list",
+    ),
+    **_group(
+        f"{NOT_YET} (Interrupt/Overwrite details, interrupt(response_schema))",
+        "langgraph.types.Interrupt(**kwargs)",
+        "langgraph.types.Interrupt(id)",
+        "langgraph.types.Interrupt.from_ns(response_schema)",
+        "langgraph.types.Interrupt.interrupt_id",
+        "langgraph.types.interrupt(response_schema)",
+        "langgraph.types.Overwrite(type)",
+        "langgraph.types.Overwrite.type",
+        "langgraph.types.ensure_valid_checkpointer",
+        "langgraph.errors.is_invalid_resume",
+    ),
+    **_group(
+        f"{NOT_YET} (messages: add_messages(format=...) partials, UI messages)",
+        "langgraph.graph.add_messages",
+        "langgraph.graph.ui",
+    ),
+    **_group(
+        f"{NOT_YET} (prebuilt: ToolNode wrappers and errors, agent options)",
+        "langgraph.prebuilt.ToolNode(tags)",
+        "langgraph.prebuilt.ToolNode(wrap_tool_call)",
+        "langgraph.prebuilt.ToolNode(awrap_tool_call)",
+        "langgraph.prebuilt.tool_node.AsyncToolCallWrapper",
+        "langgraph.prebuilt.tool_node.ToolCallWrapper",
+        "langgraph.prebuilt.tool_node.ToolCallRequest",
+        "langgraph.prebuilt.tool_node.ToolCallWithContext",
+        "langgraph.prebuilt.tool_node.ToolInvocationError",
+        "langgraph.prebuilt.tool_node.msg_content_output",
+        "langgraph.prebuilt.tool_node.INVALID_TOOL_NAME_ERROR_TEMPLATE",
+        "langgraph.prebuilt.tool_node.TOOL_CALL_ERROR_TEMPLATE",
+        "langgraph.prebuilt.tool_node.TOOL_EXECUTION_ERROR_TEMPLATE",
+        "langgraph.prebuilt.tool_node.TOOL_INVOCATION_ERROR_TEMPLATE",
+        "langgraph.prebuilt.ValidationNode",
+        "langgraph.prebuilt.tool_validator",
+        "langgraph.prebuilt.chat_agent_executor",
+        *(
+            f"langgraph.prebuilt.create_react_agent({param})"
+            for param in (
+                "context_schema",
+                "pre_model_hook",
+                "post_model_hook",
+                "response_format",
+                "version",
+            )
+        ),
+    ),
+    **_group(
+        f"{NOT_YET} (delta channels, UntrackedValue, delete_for_runs)",
+        "langgraph.channels.DeltaChannel",
+        "langgraph.channels.delta",
+        "langgraph.channels.untracked_value",
+        "langgraph.checkpoint.base.DeltaChannelHistory",
+        "langgraph.checkpoint.base.CheckpointMetadata['counters_since_delta_snapshot']",
+        "langgraph.checkpoint.serde.jsonplus.EXT_DELTA_SNAPSHOT",
+        "langgraph.checkpoint.base.BaseCheckpointSaver.get_delta_channel_history",
+        "langgraph.checkpoint.base.BaseCheckpointSaver.aget_delta_channel_history",
+        "langgraph.checkpoint.memory.InMemorySaver.get_delta_channel_history",
+        "langgraph.checkpoint.memory.InMemorySaver.aget_delta_channel_history",
+        "langgraph.checkpoint.sqlite.SqliteSaver.get_delta_channel_history",
+        "langgraph.checkpoint.sqlite.aio.AsyncSqliteSaver.get_delta_channel_history",
+        "langgraph.checkpoint.sqlite.aio.AsyncSqliteSaver.aget_delta_channel_history",
+        "langgraph.checkpoint.postgres.PostgresSaver.get_delta_channel_history",
+        "langgraph.checkpoint.postgres.aio.AsyncPostgresSaver.get_delta_channel_history",
+        "langgraph.checkpoint.postgres.aio.AsyncPostgresSaver.aget_delta_channel_history",
+        "langgraph.checkpoint.base.BaseCheckpointSaver.delete_for_runs",
+        "langgraph.checkpoint.base.BaseCheckpointSaver.adelete_for_runs",
+    ),
+    **_group(
+        f"{NOT_YET} (checkpoint helpers, encryption, serializer hooks)",
+        "langgraph.checkpoint.base.create_checkpoint",
+        "langgraph.checkpoint.base.get_serializable_checkpoint_metadata",
+        "langgraph.checkpoint.base.writes_sort_key",
+        "langgraph.checkpoint.base.EXCLUDED_METADATA_KEYS",
+        "langgraph.checkpoint.memory.InMemorySaver(factory)",
+        "langgraph.checkpoint.memory.PersistentDict",
+        "langgraph.checkpoint.serde.base.CipherProtocol",
+        "langgraph.checkpoint.serde.base.SerializerCompat",
+        "langgraph.checkpoint.serde.base.UntypedSerializerProtocol",
+        "langgraph.checkpoint.serde.base.maybe_add_typed_methods",
+        "langgraph.checkpoint.serde.encrypted",
+        "langgraph.checkpoint.serde.event_hooks",
+        "langgraph.checkpoint.sqlite.SqliteSaver.cursor",
+    ),
+    **_group(
+        f"{NOT_YET} (psycopg pipelines and the Conn alias on Postgres savers and stores)",
+        "langgraph.checkpoint.postgres.Conn",
+        "langgraph.checkpoint.postgres.aio.Conn",
+        "langgraph.checkpoint.postgres.PostgresSaver(pipe)",
+        "langgraph.checkpoint.postgres.PostgresSaver(serde)",  # after pipe
+        "langgraph.checkpoint.postgres.PostgresSaver.from_conn_string(pipeline)",
+        "langgraph.checkpoint.postgres.aio.AsyncPostgresSaver(pipe)",
+        "langgraph.checkpoint.postgres.aio.AsyncPostgresSaver(serde)",  # after pipe
+        "langgraph.checkpoint.postgres.aio.AsyncPostgresSaver.from_conn_string(pipeline)",
+        "langgraph.store.postgres.PoolConfig",
+        *(
+            f"langgraph.store.postgres.{store}{rest}"
+            for store in ("PostgresStore", "AsyncPostgresStore")
+            for rest in (
+                "(pipe)",
+                "(deserializer)",
+                ".from_conn_string(pipeline)",
+                ".from_conn_string(pool_config)",
+                ".lock",
+                ".pipe",
+                ".supports_pipeline",
+                ".start_ttl_sweeper",
+                ".stop_ttl_sweeper",
+            )
+        ),
+    ),
+    **_group(
+        f"{NOT_YET} (semantic search in stores, store helpers, SQLite store)",
+        "langgraph.store.base.Embeddings",
+        "langgraph.store.base.batch",
+        "langgraph.store.base.embed",
+        "langgraph.store.base.ensure_embeddings",
+        "langgraph.store.base.get_text_at_path",
+        "langgraph.store.base.tokenize_path",
+        "langgraph.store.base.validate_op_namespace",
+        "langgraph.store.memory.InMemoryStore(index)",
+        "langgraph.store.memory.InMemoryStore.embeddings",
+        "langgraph.store.memory.InMemoryStore.index_config",
+        *(
+            f"langgraph.store.postgres.{store}{rest}"
+            for store in ("PostgresStore", "AsyncPostgresStore")
+            for rest in (
+                "(index)",
+                ".from_conn_string(index)",
+                ".embeddings",
+                ".index_config",
+            )
+        ),
+        "langgraph.store.sqlite",
+    ),
+    **_group(
+        f"{NOT_YET} (RemoteGraph, Redis cache, LangChain callbacks)",
+        "langgraph.pregel.remote",
+        "langgraph.cache.redis",
+        "langgraph.callbacks",
+    ),
+}
+
+DIFFERENCES: dict[str, str] = {**DELIBERATE, **MISSING}
+
+
+# -- comparing ---------------------------------------------------------------------
+
+
+def engine_address(langgraph_address: str) -> str:
+    return "engine" + langgraph_address.removeprefix("langgraph")
+
+
+class Signature:
+    """A parameter list from the manifest's notation, ready to compare."""
+
+    def __init__(self, params: list[str]) -> None:
+        self.positional: list[tuple[str, str | None]] = []
+        self.keyword: dict[str, str | None] = {}
+        self.positional_only = 0
+        self.var_positional = False
+        self.var_keyword = False
+        keyword_only = False
+        for param in params:
+            if param == "/":
+                self.positional_only = len(self.positional)
+            elif param == "*":
+                keyword_only = True
+            elif param.startswith("**"):
+                self.var_keyword = True
+            elif param.startswith("*"):
+                self.var_positional = True
+                keyword_only = True
+            else:
+                name, _, default = param.partition("=")
+                value = default if "=" in param else None
+                if keyword_only:
+                    self.keyword[name] = value
+                else:
+                    self.positional.append((name, value))
+
+    def by_keyword(self, name: str) -> tuple[bool, str | None]:
+        """Whether ``name`` can be passed by keyword here, and its default."""
+        if name in self.keyword:
+            return True, self.keyword[name]
+        for index, (own, default) in enumerate(self.positional):
+            if own == name and index >= self.positional_only:
+                return True, default
+        return False, None
+
+
+def _default_problem(theirs: str | None, ours: str | None) -> str | None:
+    if theirs is None:
+        return None
+    if ours is None:
+        return f"has no default here (LangGraph: {theirs})"
+    if theirs != "..." and ours != theirs:
+        return f"defaults to {ours} here (LangGraph: {theirs})"
+    return None
+
+
+def compare_params(theirs: list[str], ours: list[str]) -> dict[str, str]:
+    """Differences that break a call written for LangGraph: ``{"(param)": why}``."""
+    lg, own = Signature(theirs), Signature(ours)
+    problems: dict[str, str] = {}
+    if lg.var_positional and not own.var_positional:
+        problems["(*args)"] = "takes no *args here"
+    if lg.var_keyword and not own.var_keyword:
+        problems["(**kwargs)"] = "takes no **kwargs here"
+    for index, (name, default) in enumerate(lg.positional):
+        if index >= len(own.positional):
+            if not own.var_positional:
+                problems[f"({name})"] = f"no positional parameter {index} here"
+            continue
+        own_name, own_default = own.positional[index]
+        if index >= lg.positional_only and own_name != name:
+            problems[f"({name})"] = f"positional parameter {index} is {own_name!r} here"
+            continue
+        if why := _default_problem(default, own_default):
+            problems[f"({name})"] = why
+    for name, default in lg.keyword.items():
+        accepted, own_default = own.by_keyword(name)
+        if not accepted:
+            problems[f"({name})"] = "no such keyword parameter here"
+        elif why := _default_problem(default, own_default):
+            problems[f"({name})"] = why
+    lg_names = {name for name, _ in lg.positional} | set(lg.keyword)
+    for index, (name, default) in enumerate(own.positional):
+        if default is None and name not in lg_names and index >= len(lg.positional):
+            problems[f"(+{name})"] = "an extra required parameter here"
+    for name, default in own.keyword.items():
+        if default is None and name not in lg_names:
+            problems[f"(+{name})"] = "an extra required parameter here"
+    return problems
+
+
+@functools.cache
+def _samples() -> tuple[Any, ...]:
+    """Engine instances, for attributes that are set per instance, not on the class."""
+    builder = StateGraph(dict)
+    builder.add_node("node", lambda state: state)
+    builder.add_edge(START, "node")
+    return (builder.compile(), Runtime())
+
+
+def _has_attribute(cls: type, name: str) -> bool:
+    if hasattr(cls, name):
+        return True
+    if any(name in getattr(klass, "__annotations__", {}) for klass in cls.__mro__):
+        return True
+    return any(isinstance(s, cls) and hasattr(s, name) for s in _samples())
+
+
+def compare_object(address: str, theirs: dict[str, Any], ours: Any) -> dict[str, str]:
+    """Differences between a LangGraph class or function and the engine's object."""
+    problems: dict[str, str] = {}
+    mine = describe(ours)
+    kind = theirs["kind"]
+    if kind == "typeddict":
+        if mine["kind"] != "typeddict":
+            return {address: "is not a TypedDict here"}
+        for key in sorted(set(theirs["keys"]) - set(mine["keys"])):
+            problems[f"{address}[{key!r}]"] = "no such key here"
+        return problems
+    if kind == "enum":
+        if mine["kind"] != "enum":
+            return {address: "is not an enum here"}
+        for member in sorted(set(theirs["names"]) - set(mine["names"])):
+            problems[f"{address}.{member}"] = "no such member here"
+        return problems
+    if kind == "class" and mine["kind"] != "class":
+        return {address: "is a class in LangGraph, not here"}
+    if theirs.get("params") is not None and mine.get("params") is not None:
+        for key, why in compare_params(theirs["params"], mine["params"]).items():
+            problems[f"{address}{key}"] = why
+    for name, member in theirs.get("members", {}).items():
+        where = f"{member.get('defined_in', address)}.{name}"
+        if not _has_attribute(ours, name):
+            problems[where] = "no such member here"
+            continue
+        if member["kind"] != "method" or member.get("params") is None:
+            continue
+        own = describe_member(ours, name)
+        if own is None or own["kind"] != "method":
+            continue  # an attribute holding a callable; presence is what we check
+        if own.get("params") is None:
+            continue
+        for key, why in compare_params(member["params"], own["params"]).items():
+            problems[f"{where}{key}"] = why
+    return problems
+
+
+def _import(name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def find_differences(manifest: dict[str, Any]) -> dict[str, str]:
+    """Every difference between the manifest and the engine: ``{address: why}``."""
+    problems: dict[str, str] = {}
+    compared: set[tuple[str, int]] = set()
+    objects = manifest["objects"]
+    for module_name, names in manifest["modules"].items():
+        module = _import(engine_address(module_name))
+        if module is None:
+            problems[module_name] = f"no module {engine_address(module_name)}"
+            continue
+        for name, entry in names.items():
+            address = f"{module_name}.{name}"
+            if not hasattr(module, name):
+                problems[address] = f"{engine_address(module_name)} has no {name}"
+                continue
+            ours = getattr(module, name)
+            if isinstance(entry, str):  # a class or function, described once
+                if (entry, id(ours)) in compared:
+                    continue
+                compared.add((entry, id(ours)))
+                problems.update(compare_object(entry, objects[entry], ours))
+            elif "value" in entry:
+                mine = describe(ours)
+                if mine.get("value") != entry["value"]:
+                    problems[address] = (
+                        f"is {mine.get('value', type(ours).__name__)} here "
+                        f"(LangGraph: {entry['value']})"
+                    )
+    return problems
+
+
+def covered_by(address: str, entry: str) -> bool:
+    return address == entry or any(
+        address.startswith(entry + sep) for sep in (".", "(", "[")
+    )
+
+
+def _load_manifest() -> dict[str, Any]:
+    return json.loads(MANIFEST.read_text())
+
+
+@pytest.fixture(scope="module")
+def differences() -> dict[str, str]:
+    return find_differences(_load_manifest())
+
+
+# -- the tests -------------------------------------------------------------------
+
+
+def test_the_manifest_describes_langgraph_1_2() -> None:
+    manifest = _load_manifest()
+
+    assert manifest["distributions"]["langgraph"].startswith("1.2.")
+    assert "langgraph.graph" in manifest["modules"]
+    assert "langgraph.checkpoint.sqlite" in manifest["modules"]
+
+
+def test_the_engine_has_langgraphs_public_modules_names_and_signatures(
+    differences: dict[str, str],
+) -> None:
+    unexplained = {
+        address: why
+        for address, why in differences.items()
+        if not any(covered_by(address, entry) for entry in DIFFERENCES)
+    }
+
+    assert not unexplained, "\n" + "\n".join(
+        f"{address}: {why}" for address, why in sorted(unexplained.items())
+    )
+
+
+def test_every_allowed_difference_is_still_a_difference(
+    differences: dict[str, str],
+) -> None:
+    stale = [
+        entry
+        for entry in DIFFERENCES
+        if not any(covered_by(address, entry) for address in differences)
+    ]
+
+    assert not stale, f"remove these DIFFERENCES entries, they now match: {stale}"
+
+
+def test_the_readme_explains_every_deliberate_difference() -> None:
+    readme = (MANIFEST.parents[2] / "README.md").read_text()
+    section = readme.split("## Differences from LangGraph", 1)[1].split("\n## ", 1)[0]
+    for reason in set(DELIBERATE.values()):
+        label = reason.split(":", 1)[0]
+        assert label in section, f"README's differences do not mention {label!r}"
+    assert "not yet" in section  # and it says what is still missing
+
+
+def test_every_allowed_difference_gives_a_one_line_reason() -> None:
+    for entry, reason in DIFFERENCES.items():
+        assert entry.startswith("langgraph"), entry
+        assert reason.strip() and "\n" not in reason, entry
+
+
+# -- the comparison itself -----------------------------------------------------------
+
+
+def _params(function: Any) -> list[str]:
+    described = describe(function)["params"]
+    assert described is not None
+    return list(described)
+
+
+def test_compare_params_accepts_the_same_call_shape_with_extras_optional() -> None:
+    def theirs(a, b=None, *, c=1, **kwargs): ...
+    def ours(a, b=None, *, c=1, d=2, **kwargs): ...
+
+    assert compare_params(_params(theirs), _params(ours)) == {}
+
+
+@pytest.mark.parametrize(
+    ("ours", "address"),
+    [
+        (lambda b, a=None, *, c=1, **kwargs: None, "(a)"),  # positions swapped
+        (lambda a, b=0, *, c=1, **kwargs: None, "(b)"),  # another default
+        (lambda a, b=None, **kwargs: None, "(c)"),  # keyword missing
+        (lambda a, b=None, *, c=1: None, "(**kwargs)"),
+        (lambda a, b=None, *, c=1, d, **kwargs: None, "(+d)"),  # required extra
+    ],
+)
+def test_compare_params_finds_what_breaks_a_langgraph_call(
+    ours: Any, address: str
+) -> None:
+    def theirs(a, b=None, *, c=1, **kwargs): ...
+
+    assert address in compare_params(_params(theirs), _params(ours))
+
+
+def test_an_entry_covers_the_addresses_below_it() -> None:
+    assert covered_by("langgraph.pregel.remote.RemoteGraph", "langgraph.pregel.remote")
+    assert covered_by("langgraph.func.task(timeout)", "langgraph.func.task")
+    assert not covered_by("langgraph.func.tasks", "langgraph.func.task")
+
+
+def test_no_private_module_or_name_is_in_the_manifest() -> None:
+    manifest = _load_manifest()
+    for module_name, names in manifest["modules"].items():
+        assert not any(part.startswith("_") for part in module_name.split("."))
+        assert not any(name.startswith("_") for name in names), module_name
