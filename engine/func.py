@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -207,12 +208,13 @@ class entrypoint(Generic[R]):
             retry_policy=self.retry_policy,
             cache_policy=self.cache_policy,
         )
+        input_type, output_type, save_type = _io_types(func, params[0].name)
         graph = EntrypointGraph(
             nodes={name: node},
             channels={
-                START: EphemeralValue(Any, key=START),
-                END: LastValue(Any, key=END),
-                PREVIOUS: LastValue(Any, key=PREVIOUS),
+                START: EphemeralValue(input_type, key=START),
+                END: LastValue(output_type, key=END),
+                PREVIOUS: LastValue(save_type, key=PREVIOUS),
             },
             input_channels=START,
             output_channels=END,
@@ -227,3 +229,19 @@ class entrypoint(Generic[R]):
         graph.previous_channel = PREVIOUS
         functools.update_wrapper(graph, func, updated=())  # type: ignore[arg-type]
         return graph
+
+
+def _io_types(func: Callable[..., Any], param: str) -> tuple[Any, Any, Any]:
+    """The entrypoint's input, output and saved types, from its annotations (for
+    ``get_input_jsonschema()`` and ``InputType``); ``Any`` where there are none."""
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception:
+        return Any, Any, Any
+    returned = hints.get("return", Any)
+    if returned is entrypoint.final:
+        returned = Any
+    if typing.get_origin(returned) is entrypoint.final:
+        output_type, save_type = typing.get_args(returned)
+        return hints.get(param, Any), output_type, save_type
+    return hints.get(param, Any), returned, returned

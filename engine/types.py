@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -16,6 +17,8 @@ from typing import (
     Generic,
     Literal,
     NamedTuple,
+    NotRequired,
+    TypedDict,
     TypeVar,
 )
 
@@ -27,10 +30,18 @@ from engine.errors import GraphInterrupt, SerializationError
 __all__ = (
     "All",
     "CachePolicy",
+    "CheckpointPayload",
+    "CheckpointStreamPart",
+    "CheckpointTask",
     "Checkpointer",
     "Command",
+    "CustomStreamPart",
+    "DebugPayload",
+    "DebugStreamPart",
     "Durability",
+    "GraphOutput",
     "Interrupt",
+    "MessagesStreamPart",
     "Overwrite",
     "PregelTask",
     "RetryPolicy",
@@ -38,11 +49,19 @@ __all__ = (
     "StateSnapshot",
     "StateUpdate",
     "StreamMode",
+    "StreamPart",
     "StreamWriter",
+    "TaskPayload",
+    "TaskResultPayload",
+    "TasksStreamPart",
     "TimeoutPolicy",
+    "TracePolicy",
+    "UpdatesStreamPart",
+    "ValuesStreamPart",
     "default_retry_on",
     "interrupt",
     "interrupt_id",
+    "omit_payload",
 )
 
 N = TypeVar("N")
@@ -389,6 +408,237 @@ class StateUpdate(NamedTuple):
     values: dict[str, Any] | None
     as_node: str | None = None
     task_id: str | None = None
+
+
+# -- typed stream parts (``stream(..., version="v2")``) ------------------------------
+
+StateT = TypeVar("StateT")
+OutputT = TypeVar("OutputT")
+
+
+class TaskPayload(TypedDict):
+    """A task starting (``tasks`` mode; ``debug`` mode's ``"task"`` events)."""
+
+    id: str
+    """The task's id."""
+    name: str
+    """The node it runs."""
+    input: Any
+    """What the node receives."""
+    triggers: Sequence[str]
+    """The channels whose writes made it run."""
+    metadata: NotRequired[dict[str, Any]]
+    """Extra information about the task, when there is any."""
+
+
+class TaskResultPayload(TypedDict):
+    """A task finishing (``tasks`` mode; ``debug`` mode's ``"task_result"`` events)."""
+
+    id: str
+    """The task's id."""
+    name: str
+    """The node it ran."""
+    error: str | None
+    """The error it raised, as text, or None."""
+    interrupts: list[dict[str, Any]]
+    """The interrupts it raised (``{"id", "value"}`` each)."""
+    result: Any
+    """The state keys it wrote and their values."""
+
+
+class CheckpointTask(TypedDict):
+    """A task of the next step, in a :class:`CheckpointPayload`."""
+
+    id: str
+    """The task's id."""
+    name: str
+    """The node it runs."""
+    error: NotRequired[str]
+    """Its error, when it failed."""
+    result: NotRequired[Any]
+    """What it wrote, when it finished."""
+    interrupts: NotRequired[list[dict[str, Any]]]
+    """Its interrupts, when it raised any."""
+    state: StateSnapshot | RunnableConfig | None
+    """A subgraph's state (or the config to read it), None for other nodes."""
+
+
+class CheckpointPayload(TypedDict, Generic[StateT]):
+    """A checkpoint saved (``checkpoints`` mode), shaped as ``get_state()`` shows it."""
+
+    config: RunnableConfig | None
+    """The config that addresses it."""
+    metadata: dict[str, Any]
+    """Its metadata (``source``, ``step``, ``writes``...)."""
+    values: StateT
+    """The state at that checkpoint."""
+    next: list[str]
+    """The nodes of the next step."""
+    parent_config: RunnableConfig | None
+    """The previous checkpoint's config, None for the first."""
+    tasks: list[CheckpointTask]
+    """The tasks of the next step."""
+
+
+type DebugPayload = dict[str, Any]
+"""A ``debug`` event: ``{"step", "timestamp", "type", "payload"}``, where ``type`` is
+``"checkpoint"`` (a :class:`CheckpointPayload`), ``"task"`` (a :class:`TaskPayload`)
+or ``"task_result"`` (a :class:`TaskResultPayload`)."""
+
+
+class ValuesStreamPart(TypedDict, Generic[OutputT]):
+    """``values`` mode: the state after a step, and the interrupts of a pause."""
+
+    type: Literal["values"]
+    ns: tuple[str, ...]
+    """Where the chunk comes from: ``()`` for the graph, a path for a subgraph."""
+    data: OutputT
+    """The output values (an instance of a pydantic or dataclass output schema)."""
+    interrupts: tuple[Interrupt, ...]
+    """Interrupts raised when the run paused here, else ``()``."""
+
+
+class UpdatesStreamPart(TypedDict):
+    """``updates`` mode: ``{node: update}`` of one task (or ``__interrupt__``)."""
+
+    type: Literal["updates"]
+    ns: tuple[str, ...]
+    data: dict[str, Any]
+
+
+class MessagesStreamPart(TypedDict):
+    """``messages`` mode: ``(message or token chunk, metadata)``."""
+
+    type: Literal["messages"]
+    ns: tuple[str, ...]
+    data: tuple[Any, dict[str, Any]]
+
+
+class CustomStreamPart(TypedDict):
+    """``custom`` mode: what a node wrote with its stream writer."""
+
+    type: Literal["custom"]
+    ns: tuple[str, ...]
+    data: Any
+
+
+class CheckpointStreamPart(TypedDict, Generic[StateT]):
+    """``checkpoints`` mode: a saved checkpoint."""
+
+    type: Literal["checkpoints"]
+    ns: tuple[str, ...]
+    data: CheckpointPayload[StateT]
+
+
+class TasksStreamPart(TypedDict):
+    """``tasks`` mode: a task starting or finishing."""
+
+    type: Literal["tasks"]
+    ns: tuple[str, ...]
+    data: TaskPayload | TaskResultPayload
+
+
+class DebugStreamPart(TypedDict, Generic[StateT]):
+    """``debug`` mode: checkpoints and tasks, with step numbers and timestamps."""
+
+    type: Literal["debug"]
+    ns: tuple[str, ...]
+    data: DebugPayload
+
+
+type StreamPart[S, O] = (
+    ValuesStreamPart[O]
+    | UpdatesStreamPart
+    | MessagesStreamPart
+    | CustomStreamPart
+    | CheckpointStreamPart[S]
+    | TasksStreamPart
+    | DebugStreamPart[S]
+)
+"""What ``stream(..., version="v2")`` yields: a dict with ``type`` (the mode),
+``ns`` and ``data``, whatever modes were asked for; tell them apart by ``type``.
+
+Example::
+
+    for part in graph.stream(inputs, stream_mode=["updates", "custom"], version="v2"):
+        if part["type"] == "custom":
+            show_progress(part["data"])
+"""
+
+
+@dataclass(frozen=True)
+class GraphOutput(Generic[OutputT]):
+    """What ``invoke(..., version="v2")`` returns: the output and the interrupts.
+
+    Example::
+
+        result = graph.invoke(inputs, config, version="v2")
+        if result.interrupts:
+            ask(result.interrupts[0].value)
+        else:
+            use(result.value)
+    """
+
+    value: OutputT
+    """The output values (an instance of a pydantic or dataclass output schema)."""
+    interrupts: tuple[Interrupt, ...] = ()
+    """The interrupts the run paused on, else ``()``."""
+
+    def __getitem__(self, key: str) -> Any:
+        """Deprecated, as in LangGraph: read ``.value`` or ``.interrupts``."""
+        _warn_item_access()
+        if key == _INTERRUPT_KEY:
+            return self.interrupts
+        if isinstance(self.value, dict):
+            return self.value[key]
+        try:
+            return getattr(self.value, key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+    def __contains__(self, key: object) -> bool:
+        """Deprecated, as in LangGraph: read ``.value`` or ``.interrupts``."""
+        _warn_item_access()
+        if key == _INTERRUPT_KEY:
+            return bool(self.interrupts)
+        if isinstance(self.value, dict):
+            return key in self.value
+        return isinstance(key, str) and hasattr(self.value, key)
+
+
+_INTERRUPT_KEY = "__interrupt__"
+
+
+def _warn_item_access() -> None:
+    from engine.warnings import LangGraphDeprecatedSinceV11  # noqa: PLC0415
+
+    warnings.warn(
+        LangGraphDeprecatedSinceV11(
+            "Reading a GraphOutput as a dict (`result[key]`, `key in result`) is "
+            "deprecated: use `result.value` and `result.interrupts`"
+        ),
+        stacklevel=3,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class TracePolicy:
+    """What a tracer records of a node's run (``add_node(..., trace_policy=...)``).
+
+    The engine records no traces of node inputs and outputs (it has no LangChain
+    callbacks), so a policy changes nothing here; it is accepted so graphs written
+    for LangGraph compile unchanged.
+    """
+
+    process_inputs: Callable[[Any], Any] | None = None
+    """Turns the node's input into what is recorded."""
+    process_outputs: Callable[[Any], Any] | None = None
+    """Turns the node's output into what is recorded."""
+
+
+def omit_payload(_value: Any) -> dict[str, Any]:
+    """A :class:`TracePolicy` processor that records nothing of the value."""
+    return {}
 
 
 def interrupt(value: Any) -> Any:

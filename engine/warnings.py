@@ -1,7 +1,9 @@
 """Deprecation warnings, at LangGraph's address (``langgraph.warnings``).
 
-The engine raises none of these itself; they exist so code that filters or
-raises LangGraph's deprecation warnings imports and runs unchanged.
+They exist so code that filters or raises LangGraph's deprecation warnings
+imports and runs unchanged. The engine warns where LangGraph does for the same
+API: ``config_schema()``/``get_config_jsonschema()`` (since 1.0), reading a
+``GraphOutput`` as a dict (since 1.1).
 """
 
 from __future__ import annotations

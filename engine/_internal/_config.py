@@ -5,10 +5,30 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from engine._internal._constants import CONF, CONFIG_KEY_CHECKPOINTER
+from engine._internal._constants import (
+    CONF,
+    CONFIG_KEY_CHECKPOINT_ID,
+    CONFIG_KEY_CHECKPOINT_MAP,
+    CONFIG_KEY_CHECKPOINT_NS,
+    CONFIG_KEY_CHECKPOINTER,
+    CONFIG_KEY_THREAD_ID,
+)
 from engine._internal._typing import RunnableConfig
 
-__all__ = ("DEFAULT_RECURSION_LIMIT", "merge_configs", "resolve_parent_config")
+__all__ = (
+    "DEFAULT_RECURSION_LIMIT",
+    "addresses_own_thread",
+    "merge_configs",
+    "outside_config",
+    "resolve_parent_config",
+)
+
+_COORDINATES = (
+    CONFIG_KEY_THREAD_ID,
+    CONFIG_KEY_CHECKPOINT_NS,
+    CONFIG_KEY_CHECKPOINT_ID,
+    CONFIG_KEY_CHECKPOINT_MAP,
+)
 
 
 class _DefaultRecursionLimit(int):
@@ -84,3 +104,30 @@ def resolve_parent_config(parent: Any, graph: Any) -> RunnableConfig:
     config[CONF] = conf
     config.pop("callbacks", None)
     return config
+
+
+def addresses_own_thread(config: RunnableConfig | None) -> bool:
+    """True when a config given to a graph run inside a task names its own thread.
+
+    As in LangGraph, a graph invoked from a node with a ``thread_id`` (or a
+    checkpoint namespace, id or map) of its own in the config is a root graph on
+    that thread: it does not nest under the calling task (its checkpoints, its
+    stream and its interrupts are its own). A task's own config, passed on
+    (``subgraph.invoke(state, config)``), still nests: it carries the task's id.
+    """
+    if not config:
+        return False
+    conf = config.get(CONF)
+    if not conf or "__engine_task_id" in conf:
+        return False
+    return any(conf.get(key) for key in _COORDINATES)
+
+
+def outside_config(parent: Any) -> RunnableConfig:
+    """What a root graph run inside a task keeps of the task's config: tags,
+    metadata and limits, not its thread, namespace or checkpointer."""
+    return {
+        key: value
+        for key, value in parent.config.items()
+        if key not in (CONF, "callbacks")
+    }

@@ -18,6 +18,9 @@ RETURN = sys.intern("__return__")
 PREVIOUS = sys.intern("__previous__")
 ERROR_SOURCE_NODE = sys.intern("__error_source_node__")
 
+# Cache namespace of node results: (CACHE_NS_WRITES, graph name, node name).
+CACHE_NS_WRITES = sys.intern("__engine_writes")
+
 # Task kinds (first element of a task path).
 PUSH = sys.intern("__pregel_push")
 PULL = sys.intern("__pregel_pull")
@@ -35,6 +38,7 @@ CONFIG_KEY_CHECKPOINT_MAP = sys.intern("checkpoint_map")
 CONFIG_KEY_TASK = sys.intern("__engine_task")
 CONFIG_KEY_CHECKPOINTER = sys.intern("__pregel_checkpointer")
 CONFIG_KEY_RESUMING = sys.intern("__pregel_resuming")
+CONFIG_KEY_REPLAY = sys.intern("__engine_replay")
 
 # Namespace separators: "parent_node:task_id|child_node:task_id".
 NS_SEP = sys.intern("|")

@@ -40,6 +40,7 @@ class TaskScope:
         "subgraph_counter",
         "task_calls",
         "task_id",
+        "task_writes",
         "call_submit",
         "_config",
     )
@@ -62,6 +63,7 @@ class TaskScope:
         stream_sink: tuple[Callable[[Any], None], frozenset[str]] | None = None,
         resume_map: dict[str, Any] | None = None,
         message_writer: Callable[[Any], None] | None = None,
+        task_writes: list[tuple[str, Any]] | None = None,
     ) -> None:
         self.task_id = task_id
         self.name = name
@@ -78,6 +80,7 @@ class TaskScope:
         self.stream_sink = stream_sink
         self.resume_map = resume_map
         self.message_writer = message_writer
+        self.task_writes = task_writes  # push_message() adds to them
         self.interrupt_counter = 0
         self.call_counter = 0
         self.subgraph_counter = 0

@@ -15,16 +15,17 @@ __all__ = ("draw_state_graph",)
 
 def _markers(graph: CompiledStateGraph, name: str) -> tuple[str, ...]:
     spec = graph.builder.nodes[name]
+    policies = graph.builder.node_policies(name)  # set_node_defaults included
     markers = []
-    if spec.retry_policy:
+    if policies.retry_policy:
         markers.append("retry")
-    if spec.cache_policy is not None:
+    if policies.cache_policy is not None:
         markers.append("cache")
-    if spec.timeout is not None:
+    if policies.timeout is not None:
         markers.append("timeout")
     if spec.defer:
         markers.append("defer")
-    if spec.error_handler is not None:
+    if policies.error_handler is not None:
         markers.append("error_handler")
     before = graph.interrupt_before_nodes
     after = graph.interrupt_after_nodes

@@ -36,7 +36,7 @@ class SchemaInfo:
     ``keys`` are the keys with a channel; managed values are in ``managed`` only.
     """
 
-    __slots__ = ("channels", "keys", "kind", "managed", "schema")
+    __slots__ = ("channels", "keys", "kind", "managed", "schema", "types")
 
     def __init__(
         self,
@@ -45,12 +45,16 @@ class SchemaInfo:
         keys: tuple[str, ...],
         channels: dict[str, BaseChannel[Any, Any, Any]],
         managed: ManagedValueMapping | None = None,
+        types: dict[str, Any] | None = None,
     ) -> None:
         self.schema = schema
         self.kind = kind
         self.keys = keys
         self.channels = channels
         self.managed: ManagedValueMapping = managed or {}
+        self.types: dict[str, Any] = types or {}
+        """Each key's declared type (``list[str]`` for ``Annotated[list[str], add]``),
+        for JSON Schemas: a reducer channel keeps only what it builds (``list``)."""
 
 
 def _hints(schema: type[Any]) -> dict[str, Any]:
@@ -172,12 +176,14 @@ def schema_info(schema: type[Any]) -> SchemaInfo:
 def _split(schema: type[Any], kind: str, annotations: dict[str, Any]) -> SchemaInfo:
     managed: ManagedValueMapping = {}
     channels: dict[str, BaseChannel[Any, Any, Any]] = {}
+    types: dict[str, Any] = {}
     for key, annotation in annotations.items():
         if (spec := _managed_for(annotation)) is not None:
             managed[key] = spec
         else:
             channels[key] = _channel_for(key, annotation, schema)
-    return SchemaInfo(schema, kind, tuple(channels), channels, managed)
+            types[key] = _unwrap(annotation)[0]
+    return SchemaInfo(schema, kind, tuple(channels), channels, managed, types)
 
 
 def channels_for_schema(schema: type[Any]) -> dict[str, BaseChannel[Any, Any, Any]]:

@@ -1,7 +1,9 @@
-"""``add_messages``: the reducer for chat histories, and ``MessagesState``.
+"""``add_messages``: the reducer for chat histories, ``MessagesState``, ``push_message``.
 
 Works with plain dict messages (``{"role": "user", "content": "hi"}``) and, when
-langchain-core is installed, with its message objects. New messages are
+langchain-core is installed, with its message objects, as LangGraph's does: then
+every message (dict, ``(role, content)`` tuple, string, chunk) becomes a
+LangChain message, and one without an id gets one in place. New messages are
 appended, a message whose id is already present replaces it, a ``RemoveMessage``
 (or ``{"type": "remove", "id": ...}``) deletes one, and every message gets an id.
 """
@@ -9,9 +11,11 @@ appended, a message whose id is already present replaces it, a ``RemoveMessage``
 from __future__ import annotations
 
 import uuid
+import warnings
 from collections.abc import Sequence
 from typing import Annotated, Any, TypedDict
 
+from engine._internal._scope import require_scope
 from engine.errors import ErrorCode, InvalidUpdateError, error_message
 
 __all__ = (
@@ -24,6 +28,7 @@ __all__ = (
     "message_content",
     "message_role",
     "normalize_messages",
+    "push_message",
 )
 
 REMOVE_ALL_MESSAGES = "__remove_all__"
@@ -86,15 +91,23 @@ def _coerce(message: Any) -> Any:
 
 
 def _to_lc(lc: Any, messages: list[Any]) -> list[Any]:
-    """With langchain-core installed, messages become its objects (as in LangGraph)."""
+    """With langchain-core installed, messages become its objects (as in LangGraph):
+    dicts, tuples and strings are converted, chunks become whole messages."""
+    chunk = lc.BaseMessageChunk
+    if all(
+        issubclass(t, lc.BaseMessage) and not issubclass(t, chunk)
+        for t in set(map(type, messages))
+    ):
+        return messages
     out: list[Any] = []
     for message in messages:
-        if _is_lc(message):
-            out.append(message)
-        elif isinstance(message, dict) and message.get("type") == "remove":
+        if isinstance(message, dict) and message.get("type") == "remove":
             out.append(lc.RemoveMessage(id=message["id"]))
-        else:
-            out.extend(lc.convert_to_messages([message]))
+            continue
+        converted = message if _is_lc(message) else lc.convert_to_messages([message])[0]
+        if isinstance(converted, chunk):
+            converted = lc.message_chunk_to_message(converted)
+        out.append(converted)
     return out
 
 
@@ -105,16 +118,15 @@ def _get_id(message: Any) -> Any:
 
 
 def _with_id(message: Any) -> Any:
+    """The message with an id: a dict is copied, a message object gets one in place
+    (as LangGraph does, so the caller's object knows its id)."""
     if _get_id(message) is not None:
         return message
     new_id = str(uuid.uuid4())
     if isinstance(message, dict):
         return {**message, "id": new_id}
-    try:
-        return message.model_copy(update={"id": new_id})
-    except AttributeError:
-        message.id = new_id
-        return message
+    message.id = new_id
+    return message
 
 
 def _is_remove(message: Any) -> bool:
@@ -136,22 +148,60 @@ def _as_list(value: Any) -> list[Any]:
     return [value]
 
 
-def add_messages(left: Any, right: Any, *, format: str | None = None) -> list[Any]:
+class _FormattedMessages:
+    """``add_messages(format=...)``: the reducer with its format bound."""
+
+    __name__ = "add_messages"
+
+    def __init__(self, format: str | None = None) -> None:
+        self.format = format
+
+    def __call__(self, left: Any, right: Any) -> list[Any]:
+        return _merge(left, right, format=self.format)
+
+    def __repr__(self) -> str:
+        return f"add_messages(format={self.format!r})"
+
+
+def add_messages(left: Any = None, right: Any = None, **kwargs: Any) -> Any:
     """Merge ``right`` into ``left`` by message id (append, replace or remove).
+
+    Called with no messages, returns the reducer with its options bound:
+    ``Annotated[list, add_messages(format="langchain-openai")]``.
 
     Args:
         left: the current messages (a message or a list).
         right: the new messages.
-        format: ``"langchain-openai"`` is accepted for LangGraph compatibility and
-            ignored.
+        format: ``"langchain-openai"`` returns LangChain messages whose content is
+            in OpenAI's format (needs langchain-core); ``None`` leaves them as they
+            are.
 
     Returns:
-        A new list; ``left`` is never modified.
+        A new list (``left`` is never modified), or the bound reducer.
 
     Raises:
+        ValueError: only one of ``left`` and ``right`` was given, or the format
+            is unknown.
         InvalidUpdateError: a message cannot be read, or a removal names an id that
             is not in the history.
+
+    Example:
+        >>> add_messages([{"role": "user", "content": "hi", "id": "1"}],
+        ...              [{"role": "user", "content": "hello", "id": "1"}])
+        [{'role': 'user', 'content': 'hello', 'id': '1'}]
     """
+    if left is not None and right is not None:
+        return _merge(left, right, **kwargs)
+    if left is None and right is None:
+        return _FormattedMessages(**kwargs)
+    given = "left" if left is not None else "right"
+    raise ValueError(
+        f"add_messages() needs both 'left' and 'right' (or neither, for a reducer "
+        f"with options bound); only {given!r} was given."
+    )
+
+
+def _merge(left: Any, right: Any, *, format: str | None = None) -> list[Any]:
     lc = _lc()
     if lc is not None:
         left_list = [_with_id(m) for m in _to_lc(lc, _as_list(left))]
@@ -165,9 +215,11 @@ def add_messages(left: Any, right: Any, *, format: str | None = None) -> list[An
             for i, m in enumerate(right_list)
             if _is_remove(m) and _get_id(m) == REMOVE_ALL_MESSAGES
         )
+        if lc is not None:  # exactly what LangGraph keeps: all that follows
+            return _formatted(right_list[last + 1 :], format)
         return [m for m in right_list[last + 1 :] if not _is_remove(m)]
     if not right_list:
-        return left_list
+        return _formatted(left_list, format)
     index = {_get_id(m): i for i, m in enumerate(left_list)}
     merged = list(left_list)
     removed: set[Any] = set()
@@ -199,7 +251,29 @@ def add_messages(left: Any, right: Any, *, format: str | None = None) -> list[An
     if removed:
         merged = [m for m in merged if _get_id(m) not in removed]
     merged.extend(m for m in appended if m is not None)
-    return merged
+    return _formatted(merged, format)
+
+
+def _formatted(messages: list[Any], format: str | None) -> list[Any]:
+    if format is None:
+        return messages
+    if format != "langchain-openai":
+        raise ValueError(
+            f"Unknown message format {format!r}: use 'langchain-openai' or None."
+        )
+    try:
+        from langchain_core.messages import (  # noqa: PLC0415 - optional dependency
+            convert_to_messages,
+            convert_to_openai_messages,
+        )
+    except ImportError:
+        warnings.warn(
+            "add_messages(format='langchain-openai') needs langchain-core; the "
+            "messages are left as they are.",
+            stacklevel=2,
+        )
+        return messages
+    return list(convert_to_messages(convert_to_openai_messages(messages)))
 
 
 class MessagesState(TypedDict):
@@ -247,3 +321,35 @@ def message_as_dict(message: Any) -> dict[str, Any]:
             for c in calls
         ]
     return out
+
+
+def push_message(message: Any, *, state_key: str | None = "messages") -> Any:
+    """Send a message to ``stream_mode="messages"`` now, from inside a node.
+
+    The message also becomes the node's write to ``state_key`` (unless ``None``),
+    as if the node had returned it; streamed once, it is not streamed again when
+    the node finishes. With langchain-core installed it is converted to a
+    LangChain message, as in LangGraph; otherwise a dict.
+
+    Args:
+        message: a message (dict, ``(role, content)`` tuple, LangChain message or
+            chunk); it must have an id.
+        state_key: the state key to write it to (``None``: stream only).
+
+    Returns:
+        The message as written.
+
+    Raises:
+        ValueError: the message has no id.
+        RuntimeError: called outside a running node.
+    """
+    scope = require_scope("push_message()")
+    lc = _lc()
+    message = _to_lc(lc, [message])[0] if lc is not None else _coerce(message)
+    if _get_id(message) is None:
+        raise ValueError("push_message() needs a message with an id")
+    if scope.message_writer is not None:
+        scope.message_writer(message)
+    if state_key and scope.task_writes is not None:
+        scope.task_writes.append((state_key, message))
+    return message

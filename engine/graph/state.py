@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import types
 import typing
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Generic, NamedTuple, Self, TypeVar
 
 from engine._internal._constants import (
     END,
@@ -57,10 +59,19 @@ from engine.pregel._algo import PregelExecutableTask
 from engine.pregel._call import NodeCallable, is_async_callable
 from engine.pregel._io import writes_update
 from engine.pregel._read import PregelNode
+from engine.pregel._subgraph import find_subgraph
 from engine.pregel.main import Pregel
-from engine.types import All, CachePolicy, Command, RetryPolicy, Send, TimeoutPolicy
+from engine.types import (
+    All,
+    CachePolicy,
+    Command,
+    RetryPolicy,
+    Send,
+    TimeoutPolicy,
+    TracePolicy,
+)
 
-__all__ = ("CompiledStateGraph", "StateGraph", "StateNodeSpec")
+__all__ = ("CompiledStateGraph", "NodePolicies", "StateGraph", "StateNodeSpec")
 
 StateT = TypeVar("StateT")
 ContextT = TypeVar("ContextT")
@@ -83,6 +94,7 @@ class StateNodeSpec:
         "retry_policy",
         "runnable",
         "timeout",
+        "trace_policy",
     )
 
     def __init__(
@@ -97,6 +109,7 @@ class StateNodeSpec:
         ends: tuple[str, ...] | dict[str, str] | None,
         defer: bool,
         timeout: TimeoutPolicy | None,
+        trace_policy: TracePolicy | None = None,
     ) -> None:
         self.runnable = runnable
         self.metadata = metadata
@@ -107,6 +120,7 @@ class StateNodeSpec:
         self.ends = ends
         self.defer = defer
         self.timeout = timeout
+        self.trace_policy = trace_policy
 
 
 def _node_name(node: Any) -> str:
@@ -161,6 +175,64 @@ def _inferred_input_schema(action: Any, state_schema: type[Any]) -> type[Any] | 
     return None
 
 
+def _command_destinations(action: Any) -> tuple[str, ...]:
+    """Where a node may go, from a ``-> Command[Literal["a", "b"]]`` annotation.
+
+    A union (``Command[...] | dict``, ``Optional[Command[...]]``) counts too; a
+    callable object's ``__call__`` is read. Drawing only: ``get_graph()`` shows
+    these as conditional edges; the node can still go anywhere.
+    """
+    func = action
+    if not (inspect.isfunction(action) or inspect.ismethod(action)):
+        func = getattr(action, "__call__", None)  # noqa: B004 - a callable object's
+        if not inspect.ismethod(func):
+            return ()
+    try:
+        returned = typing.get_type_hints(func).get("return")
+    except Exception:
+        return ()
+    if typing.get_origin(returned) in (typing.Union, types.UnionType):
+        returned = next(
+            (a for a in typing.get_args(returned) if typing.get_origin(a) is Command),
+            None,
+        )
+    if typing.get_origin(returned) is not Command:
+        return ()
+    args = typing.get_args(returned)
+    if args and typing.get_origin(args[0]) is typing.Literal:
+        return tuple(str(value) for value in typing.get_args(args[0]))
+    return ()
+
+
+def _retry_policies(
+    value: RetryPolicy | Sequence[RetryPolicy] | None,
+) -> tuple[RetryPolicy, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, RetryPolicy):
+        return (value,)
+    return tuple(value)
+
+
+@dataclass(slots=True)
+class _NodeDefaults:
+    """What ``set_node_defaults`` set: used by nodes that did not set their own."""
+
+    retry_policy: tuple[RetryPolicy, ...] = ()
+    cache_policy: CachePolicy[Any] | None = None
+    error_handler: Any = None
+    timeout: TimeoutPolicy | None = None
+
+
+class NodePolicies(NamedTuple):
+    """A node's retry, cache, error handler and timeout, defaults applied."""
+
+    retry_policy: tuple[RetryPolicy, ...]
+    cache_policy: CachePolicy[Any] | None
+    error_handler: Any
+    timeout: TimeoutPolicy | None
+
+
 class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
     """A graph whose nodes read and write one shared state.
 
@@ -211,6 +283,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         self.schemas: dict[type[Any], SchemaInfo] = {}
         self.channels: dict[str, BaseChannel[Any, Any, Any]] = {}
         self.compiled = False
+        self.node_defaults = _NodeDefaults()
         for schema in (self.state_schema, self.input_schema, self.output_schema):
             self._add_schema(schema)
 
@@ -255,12 +328,18 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         error_handler: Any = None,
         destinations: dict[str, str] | tuple[str, ...] | None = None,
         timeout: float | timedelta | TimeoutPolicy | None = None,
+        trace_policy: TracePolicy | None = None,
         **kwargs: Any,
     ) -> Self:
         """Add a node: a function (sync or async) or runnable taking the state.
 
         The name defaults to the function's name. A node returns a dict of state
-        updates, a ``Command``, or ``None``.
+        updates, a ``Command``, or ``None``. ``destinations`` (or a
+        ``-> Command[Literal["a", "b"]]`` return annotation) names where a node
+        returning ``Command(goto=...)`` may go, for drawing: ``get_graph()``
+        shows them as conditional edges. Policies not given here come from
+        :meth:`set_node_defaults`. ``trace_policy`` is accepted for LangGraph
+        code; the engine records no traces, so it changes nothing.
         """
         if "input" in kwargs and input_schema is None:
             input_schema = kwargs.pop("input")
@@ -294,26 +373,76 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             input_schema = _inferred_input_schema(action, self.state_schema)
         if input_schema is not None:
             self._add_schema(input_schema)
-        policies: tuple[RetryPolicy, ...]
-        if retry_policy is None:
-            policies = ()
-        elif isinstance(retry_policy, RetryPolicy):
-            policies = (retry_policy,)
-        else:
-            policies = tuple(retry_policy)
         timeout_policy = TimeoutPolicy.coerce(timeout)
         self.nodes[name] = StateNodeSpec(
             action,
             metadata=metadata,
             input_schema=input_schema or self.state_schema,
-            retry_policy=policies,
+            retry_policy=_retry_policies(retry_policy),
             cache_policy=cache_policy,
             error_handler=error_handler,
-            ends=destinations,
+            ends=destinations
+            if destinations is not None
+            else _command_destinations(action) or None,
             defer=defer,
             timeout=timeout_policy,
+            trace_policy=trace_policy,
         )
         return self
+
+    def set_node_defaults(
+        self,
+        *,
+        retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+        cache_policy: CachePolicy[Any] | None = None,
+        error_handler: Any = None,
+        timeout: float | timedelta | TimeoutPolicy | None = None,
+    ) -> Self:
+        """Policies for every node that does not set its own in ``add_node``.
+
+        Applied when the graph compiles, so nodes added before or after this call
+        get them; a later call replaces only what it gives. Subgraphs do not
+        inherit them. A timeout needs async nodes: with a synchronous node,
+        ``compile()`` refuses it, as for a node's own timeout.
+
+        Args:
+            retry_policy: retry policy (or policies) of nodes without their own.
+            cache_policy: cache policy of nodes without their own.
+            error_handler: called when a node without its own handler fails
+                (after its retries); may return an update or a ``Command``.
+            timeout: seconds, a ``timedelta`` or a ``TimeoutPolicy``.
+
+        Returns:
+            The builder, for chaining.
+
+        Example:
+            >>> builder.set_node_defaults(retry_policy=RetryPolicy(max_attempts=3))
+        """
+        defaults = self.node_defaults
+        if retry_policy is not None:
+            defaults.retry_policy = _retry_policies(retry_policy)
+        if cache_policy is not None:
+            defaults.cache_policy = cache_policy
+        if error_handler is not None:
+            defaults.error_handler = error_handler
+        if timeout is not None:
+            defaults.timeout = TimeoutPolicy.coerce(timeout)
+        return self
+
+    def node_policies(self, name: str) -> NodePolicies:
+        """Node ``name``'s policies: its own, else :meth:`set_node_defaults`'."""
+        spec = self.nodes[name]
+        defaults = self.node_defaults
+        return NodePolicies(
+            spec.retry_policy or defaults.retry_policy,
+            spec.cache_policy
+            if spec.cache_policy is not None
+            else defaults.cache_policy,
+            spec.error_handler
+            if spec.error_handler is not None
+            else defaults.error_handler,
+            spec.timeout if spec.timeout is not None else defaults.timeout,
+        )
 
     def add_edge(self, start_key: str | Sequence[str], end_key: str) -> Self:
         """Run ``end_key`` after ``start_key``; with a list of starts, after all of them."""
@@ -474,7 +603,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                             )
                         )
         for name, spec in self.nodes.items():
-            if spec.timeout is not None and not _is_async_node(spec.runnable):
+            if self.node_policies(name).timeout is not None and not _is_async_node(
+                spec.runnable
+            ):
                 raise GraphValidationError(  # a ValueError, as LangGraph raises here
                     error_message(
                         f"Node {name!r} has a timeout but is synchronous: timeouts need "
@@ -854,7 +985,9 @@ class CompiledStateGraph(Pregel):
             )
             writers[name] = writer
             runnable = spec.runnable
-            subgraphs = [runnable] if isinstance(runnable, Pregel) else []
+            subgraph = find_subgraph(runnable)
+            subgraphs = [subgraph] if subgraph is not None else []
+            policies = builder.node_policies(name)
             nodes[name] = PregelNode(
                 name=name,
                 triggers=triggers[name],
@@ -862,11 +995,13 @@ class CompiledStateGraph(Pregel):
                 mapper=make_mapper(info),
                 bound=NodeCallable(runnable, name),
                 writers=[writer],
-                retry_policy=spec.retry_policy,
-                cache_policy=spec.cache_policy,
-                timeout=spec.timeout,
-                error_handler=NodeCallable(spec.error_handler, f"{name}:error_handler")
-                if spec.error_handler is not None
+                retry_policy=policies.retry_policy,
+                cache_policy=policies.cache_policy,
+                timeout=policies.timeout,
+                error_handler=NodeCallable(
+                    policies.error_handler, f"{name}:error_handler"
+                )
+                if policies.error_handler is not None
                 else None,
                 metadata=spec.metadata,
                 subgraphs=subgraphs,
@@ -902,6 +1037,10 @@ class CompiledStateGraph(Pregel):
             frozenset(input_info.keys) if input_info.keys else output_keys
         )
         graph.strict_input = strict_input
+        if output_info.kind in _OBJECT_KINDS:
+            graph.output_mapper = _keys_mapper(output_info)
+        if state_info.kind in _OBJECT_KINDS:
+            graph.state_mapper = state_mapper
         managed_keys = frozenset(
             key for info in builder.schemas.values() for key in info.managed
         )
@@ -1088,6 +1227,51 @@ class CompiledStateGraph(Pregel):
 
         return draw_state_graph(self, xray=xray)
 
+    def get_output_schema(self, config: Any = None) -> Any:
+        """The output as a pydantic model class (one optional field per output key)."""
+        from engine.pregel._schemas import output_model  # noqa: PLC0415
+
+        types: dict[str, Any] = {}
+        for info in self.builder.schemas.values():  # the state schema's come first
+            for key, declared in info.types.items():
+                types.setdefault(key, declared)
+        return output_model(self, types)
+
+    def get_input_jsonschema(self, config: Any = None) -> dict[str, Any]:
+        """JSON Schema of the input schema (the state schema by default)."""
+        from engine.pregel._schemas import graph_name, state_jsonschema  # noqa: PLC0415
+
+        return state_jsonschema(
+            self.input_info, self.builder.channels, graph_name(self, "Input")
+        )
+
+    def get_output_jsonschema(self, config: Any = None) -> dict[str, Any]:
+        """JSON Schema of the output schema (the state schema by default)."""
+        from engine.pregel._schemas import graph_name, state_jsonschema  # noqa: PLC0415
+
+        return state_jsonschema(
+            self.output_info, self.builder.channels, graph_name(self, "Output")
+        )
+
 
 def _identity(value: Any) -> Any:
     return value
+
+
+_OBJECT_KINDS = frozenset({"pydantic", "dataclass"})
+"""Schemas whose values v2 stream parts give as instances (as LangGraph does)."""
+
+
+def _keys_mapper(info: SchemaInfo) -> Callable[[dict[str, Any]], Any] | None:
+    """Values -> an instance of ``info``'s schema, from its own keys only (a
+    ``values`` chunk holds every state key, the output schema may hold fewer)."""
+    mapper = make_mapper(info)
+    if mapper is None:
+        return None
+    keys = info.keys
+    build = mapper
+
+    def to_instance(values: dict[str, Any]) -> Any:
+        return build({key: values[key] for key in keys if key in values})
+
+    return to_instance

@@ -25,6 +25,7 @@ __all__ = (
     "ToolRuntime",
     "find_injections",
     "injected_values",
+    "tool_runtime",
 )
 
 ContextT = TypeVar("ContextT")
@@ -91,20 +92,23 @@ class Injection:
     name: str
     kind: str
     field: str | None = None
+    optional: bool = False
+    """The parameter has a default: a missing state field leaves it out."""
 
 
-def _injection_for(name: str, annotation: Any) -> Injection | None:
+def _injection_for(name: str, annotation: Any, optional: bool) -> Injection | None:
     if annotation is ToolRuntime or get_origin(annotation) is ToolRuntime:
         return Injection(name, "runtime")
-    if get_origin(annotation) is not typing.Annotated:
-        return None
-    for item in get_args(annotation)[1:]:
-        if item is InjectedState:
-            return Injection(name, "state")
-        if isinstance(item, InjectedState):
-            return Injection(name, "state", item.field)
-        if item is InjectedStore or isinstance(item, InjectedStore):
-            return Injection(name, "store")
+    if get_origin(annotation) is typing.Annotated:
+        for item in get_args(annotation)[1:]:
+            if item is InjectedState:
+                return Injection(name, "state")
+            if isinstance(item, InjectedState):
+                return Injection(name, "state", item.field, optional)
+            if item is InjectedStore or isinstance(item, InjectedStore):
+                return Injection(name, "store")
+    if name == "runtime":  # as in LangGraph, a parameter so named gets the runtime
+        return Injection(name, "runtime")
     return None
 
 
@@ -116,45 +120,91 @@ def find_injections(func: Callable[..., Any]) -> tuple[Injection, ...]:
     except (NameError, TypeError, ValueError):
         return ()
     found = []
-    for name in params:
-        if (injection := _injection_for(name, hints.get(name))) is not None:
+    for name, param in params.items():
+        optional = param.default is not param.empty
+        if (injection := _injection_for(name, hints.get(name), optional)) is not None:
             found.append(injection)
     return tuple(found)
 
 
-def _read(state: Any, key: str) -> Any:
-    return state[key] if isinstance(state, dict) else getattr(state, key)
+def tool_runtime(
+    state: Any,
+    call: dict[str, Any],
+    tools: list[Any],
+    config: RunnableConfig | None = None,
+) -> ToolRuntime[Any, Any]:
+    """The :class:`ToolRuntime` of one tool call, from the running task (if any)."""
+    scope = current_scope()
+    runtime = scope.runtime if scope is not None else None
+    return ToolRuntime(
+        state=state,
+        context=runtime.context if runtime is not None else None,
+        config=scope.config if scope is not None else (config or {}),
+        stream_writer=scope.stream_writer if scope is not None else _ignore,
+        tool_call_id=call.get("id"),
+        store=runtime.store if runtime is not None else None,
+        tools=tools,
+    )
+
+
+def _state_values(
+    injections: list[Injection], state: Any, tool_name: str, messages_key: str
+) -> dict[str, Any]:
+    if isinstance(state, list):  # a ToolNode given the message list itself
+        fields = [i.field for i in injections]
+        if fields[0] is not None and fields != [messages_key]:
+            wanted = ", ".join(f for f in fields if f)
+            raise ValueError(
+                f"Invalid input to ToolNode: tool {tool_name!r} needs the graph state "
+                f"as a dict (with {wanted}), not a list of messages."
+            )
+        state = {messages_key: state}
+    values: dict[str, Any] = {}
+    for injection in injections:
+        field_name = injection.field
+        if field_name is None:
+            values[injection.name] = state
+        elif isinstance(state, dict):
+            if field_name in state:
+                values[injection.name] = state[field_name]
+            elif not injection.optional:
+                raise KeyError(field_name)
+        elif hasattr(state, field_name):
+            values[injection.name] = getattr(state, field_name)
+        elif not injection.optional:
+            raise AttributeError(field_name)
+    return values
 
 
 def injected_values(
     injections: tuple[Injection, ...],
-    state: Any,
-    call: dict[str, Any],
-    tools: list[Any],
+    runtime: ToolRuntime[Any, Any],
+    tool_name: str,
+    messages_key: str = "messages",
 ) -> dict[str, Any]:
-    """The arguments to add to one tool call (the run's store and config if any)."""
-    scope = current_scope()
-    runtime = scope.runtime if scope is not None else None
-    store = runtime.store if runtime is not None else None
+    """The arguments to add to one tool call, from its :class:`ToolRuntime`.
+
+    Raises:
+        ValueError: the tool asks for the store and the graph has none, or for
+            state fields and the ToolNode was given a list of messages.
+        KeyError, AttributeError: the tool asks for a state field that is missing.
+    """
     values: dict[str, Any] = {}
+    state_injections = [i for i in injections if i.kind == "state"]
+    if state_injections:
+        values.update(
+            _state_values(state_injections, runtime.state, tool_name, messages_key)
+        )
     for injection in injections:
-        if injection.kind == "state":
-            field_name = injection.field
-            values[injection.name] = (
-                state if field_name is None else _read(state, field_name)
-            )
-        elif injection.kind == "store":
-            values[injection.name] = store
-        else:
-            values[injection.name] = ToolRuntime(
-                state=state,
-                context=runtime.context if runtime is not None else None,
-                config=scope.config if scope is not None else {},
-                stream_writer=(scope.stream_writer if scope is not None else _ignore),
-                tool_call_id=call.get("id"),
-                store=store,
-                tools=tools,
-            )
+        if injection.kind == "store":
+            if runtime.store is None:
+                raise ValueError(
+                    f"Tool {tool_name!r} asks for the store (InjectedStore): compile "
+                    "the graph with store=..."
+                )
+            values[injection.name] = runtime.store
+        elif injection.kind == "runtime":
+            values[injection.name] = runtime
     return values
 
 

@@ -43,7 +43,9 @@ def call_model(model: Any, messages: Sequence[Any], tools: Sequence[Any] = ()) -
     """Call ``model`` on ``messages`` offering ``tools``; stream tokens when it can."""
     specs = [as_tool(t) for t in tools]
     if _is_langchain(model):
-        bound = model.bind_tools([t.func for t in specs]) if specs else model
+        bound = (
+            model.bind_tools([t.lc_tool or t.func for t in specs]) if specs else model
+        )
         return bound.invoke(list(messages))
     stream = getattr(model, "stream", None)
     if callable(stream):
@@ -63,7 +65,9 @@ async def acall_model(
     """Async twin of :func:`call_model`."""
     specs = [as_tool(t) for t in tools]
     if _is_langchain(model):
-        bound = model.bind_tools([t.func for t in specs]) if specs else model
+        bound = (
+            model.bind_tools([t.lc_tool or t.func for t in specs]) if specs else model
+        )
         return await bound.ainvoke(list(messages))
     ainvoke = getattr(model, "ainvoke", None)
     if callable(ainvoke):

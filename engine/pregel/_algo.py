@@ -233,6 +233,25 @@ def prepare_next_tasks(
     return tasks
 
 
+def next_names(
+    tasks: Mapping[str, PregelExecutableTask], node_index: Mapping[str, int]
+) -> list[str]:
+    """A step's task names as a full plan lists them: Sends, then nodes in graph order.
+
+    An incremental plan (``updated_channels``) finds the same tasks but orders
+    pull tasks by name; what a checkpoint records as ``next`` must read the same
+    as ``get_state`` (and LangGraph) shows it.
+    """
+    names = [task.name for task in tasks.values()]
+    if len(names) < 2:
+        return names
+    pull = [task.name for task in tasks.values() if task.path[0] == PULL]
+    if len(pull) < 2:
+        return names  # a plan lists Sends first, then pull tasks
+    pull.sort(key=lambda name: node_index.get(name, len(node_index)))
+    return names[: len(names) - len(pull)] + pull
+
+
 def prepare_push_task(
     packet: Any,
     index: int,

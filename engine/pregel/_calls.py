@@ -5,6 +5,11 @@ A call gets a deterministic id (calling task id + call index), runs concurrently
 at once as a ``__return__`` write on the current checkpoint. When the calling
 task runs again (resume after an interrupt or a crash), finished calls return
 their saved result instead of running again.
+
+A call is a task of its own, as in LangGraph: an ``interrupt()`` inside it is
+saved under the call's id (and, as it propagates, under its caller's), its
+answers are the call's own, and its result is streamed (``updates``: one
+``{name: result}`` chunk, ``tasks``/``debug``: start and result) when it finishes.
 """
 
 from __future__ import annotations
@@ -96,19 +101,6 @@ def _write_return(task: PregelExecutableTask, output: Any, _read: Any) -> None:
     task.writes.append((RETURN, output))
 
 
-def _chained_resume(parent: TaskScope) -> Callable[[], Any]:
-    """A call's interrupts are answered from its caller's resume values, in order."""
-
-    def take() -> Any:
-        index = parent.interrupt_counter
-        if index < len(parent.resume):
-            parent.interrupt_counter += 1
-            return parent.resume[index]
-        return parent.take_null_resume()
-
-    return take
-
-
 def submit_call(
     loop: PregelLoop,
     caller: TaskScope,
@@ -152,11 +144,13 @@ def submit_call(
     if cache_key is not None and running_loop is None:
         hit = loop.cache_lookup(cache_key)
         if hit is not MISSING:
-            loop.record_call(task, hit)
+            loop.record_call(task, hit, cached=True)
             return _done(hit, None)
+    loop.call_started(task)
 
     def finish(error: BaseException | None) -> Any:
         if error is not None:
+            loop.call_failed(task, error)
             raise error
         value = next((v for c, v in task.writes if c == RETURN), None)
         loop.record_call(task, value)
@@ -165,9 +159,8 @@ def submit_call(
         return value
 
     def scoped() -> TaskScope:
+        # the call's own answers (saved under its id) and the run's resume value
         scope = loop.make_scope(task)
-        scope.null_resume = _chained_resume(caller)
-        scope.on_resume = None
         scope.resume_map = caller.resume_map
         return scope
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from engine._internal._constants import INTERRUPT, NO_WRITES, TASKS
+from engine._internal._constants import INTERRUPT, NO_WRITES, START, TASKS
 from engine._internal._typing import MISSING
 
-__all__ = ("format_chunk", "map_input", "writes_update")
+__all__ = ("format_chunk", "format_part", "map_input", "writes_update")
 
 _SPECIAL = frozenset({NO_WRITES, TASKS})
 
@@ -62,10 +62,59 @@ def format_chunk(
     return (ns, mode, payload) if subgraphs else (mode, payload)
 
 
+Mapper = Callable[[dict[str, Any]], Any]
+
+
+def format_part(
+    ns: tuple[str, ...],
+    mode: str,
+    payload: Any,
+    output_mapper: Mapper | None = None,
+    state_mapper: Mapper | None = None,
+) -> dict[str, Any]:
+    """A stream chunk as ``stream(..., version="v2")`` yields it: ``{type, ns, data}``.
+
+    A ``values`` part carries the pause's interrupts apart (``interrupts``), and
+    its data as the output schema's class when that is a pydantic model or a
+    dataclass (``output_mapper``); so do the state values in ``checkpoints`` and
+    ``debug`` parts (``state_mapper``), except the input checkpoint's, whose
+    state is not complete yet. Payloads are copied, never changed: the same
+    payload may be streamed in several modes.
+    """
+    if mode == "values":
+        interrupts: tuple[Any, ...] = ()
+        if isinstance(payload, dict):
+            if INTERRUPT in payload:
+                payload = dict(payload)
+                interrupts = tuple(payload.pop(INTERRUPT))
+            if output_mapper is not None:
+                payload = output_mapper(payload)
+        return {"type": mode, "ns": ns, "data": payload, "interrupts": interrupts}
+    if state_mapper is not None and isinstance(payload, dict):
+        if mode == "checkpoints":
+            payload = _with_state_object(payload, state_mapper)
+        elif mode == "debug" and payload.get("type") == "checkpoint":
+            payload = {
+                **payload,
+                "payload": _with_state_object(payload["payload"], state_mapper),
+            }
+    return {"type": mode, "ns": ns, "data": payload}
+
+
+def _with_state_object(checkpoint: dict[str, Any], mapper: Mapper) -> dict[str, Any]:
+    values = checkpoint.get("values")
+    if not isinstance(values, dict) or START in checkpoint.get("next", ()):
+        return checkpoint
+    return {**checkpoint, "values": mapper(values)}
+
+
 def with_interrupts(values: Any, interrupts: Sequence[Any]) -> Any:
-    """Final ``values`` chunk of a paused run: the state plus ``__interrupt__``."""
-    if not interrupts or not isinstance(values, dict):
+    """Final ``values`` chunk of a paused run: the state plus ``__interrupt__``
+    (only ``__interrupt__`` when the output is one channel, an entrypoint's)."""
+    if not interrupts:
         return values
+    if not isinstance(values, dict):
+        return {INTERRUPT: tuple(interrupts)}
     return {**values, INTERRUPT: tuple(interrupts)}
 
 

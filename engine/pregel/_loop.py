@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from engine import events as ev
 from engine._internal._config import DEFAULT_RECURSION_LIMIT
 from engine._internal._constants import (
+    CACHE_NS_WRITES,
     CONF,
     CONFIG_KEY_CHECKPOINT_ID,
     CONFIG_KEY_CHECKPOINT_MAP,
     CONFIG_KEY_CHECKPOINT_NS,
+    CONFIG_KEY_REPLAY,
     CONFIG_KEY_RESUMING,
     CONFIG_KEY_THREAD_ID,
     ERROR,
@@ -31,6 +33,7 @@ from engine._internal._constants import (
     NS_END,
     NS_SEP,
     NULL_TASK_ID,
+    PUSH,
     RESUME,
     RETURN,
     TASKS,
@@ -63,11 +66,13 @@ from engine.pregel._algo import (
     PregelTaskWrites,
     apply_writes,
     increment,
+    next_names,
     prepare_next_tasks,
     should_interrupt,
     task_path_str,
 )
 from engine.pregel._persist import AsyncPersistence, SyncPersistence, TaskWrites
+from engine.pregel._subgraph import ReplayBound
 from engine.runtime import Runtime
 from engine.types import Command, Interrupt, Send
 
@@ -176,6 +181,7 @@ class PregelLoop:
         self.resume_map: dict[str, Any] | None = None
         self.cache: Any = graph.cache
         self._call_results: dict[str, Any] | None = None
+        self._call_interrupt_ids: set[str] = set()
         self._cached_task_ids: set[str] = set()
         self._streamed_messages: set[Any] = set()
         self.step_interrupted = False
@@ -254,9 +260,15 @@ class PregelLoop:
         time_travel = (
             saved is not None
             and head_id is not None
-            and head_id != checkpoint["id"]
             and not self.configurable.get(CONFIG_KEY_RESUMING)
+            and (head_id != checkpoint["id"] or _replays_head(saved, self))
         )
+        if (
+            saved is not None
+            and not self.is_nested
+            and _replays(saved, time_travel, self)
+        ):
+            self.configurable[CONFIG_KEY_REPLAY] = _replay_bound(saved)
         self._first(time_travel)
         if "events" in self.modes:
             self.sink(
@@ -365,6 +377,11 @@ class PregelLoop:
         self._put_checkpoint("input", graph.input_metadata(input))
         self.status = "pending"
 
+    def branch_off(self) -> None:
+        """The first save starts a new branch instead of extending the thread's head
+        (a subgraph replayed by its parent from an older checkpoint)."""
+        self._fence = False
+
     def _fork(self) -> None:
         """Replay from a past checkpoint: branch off with a copy, drop its old writes."""
         self.checkpoint_pending_writes = [
@@ -383,17 +400,32 @@ class PregelLoop:
                 self._resume_by_task[task_id] = list(value)
 
     def pending_interrupts(self) -> dict[str, tuple[str, Interrupt]]:
-        """Open interrupts of the loaded checkpoint: id -> (task_id, interrupt)."""
+        """Open interrupts of the loaded checkpoint: id -> (task_id, interrupt).
+
+        An interrupt raised in a ``@task`` call is saved under the call and under
+        the task that called it; it belongs to the call (the task is planned, the
+        call is not), whose ``interrupt()`` takes the answer.
+        """
         done = {
             task_id
             for task_id, chan, _ in self.checkpoint_pending_writes
             if chan not in SPECIAL_WRITES or chan == NO_WRITES
         }
         result: dict[str, tuple[str, Interrupt]] = {}
+        shared: set[str] = set()
         for task_id, chan, value in self.checkpoint_pending_writes:
             if chan == INTERRUPT and task_id not in done:
                 for item in value:
+                    if item.id in result and result[item.id][0] != task_id:
+                        shared.add(item.id)
                     result[item.id] = (task_id, item)
+        if shared:
+            planned = set(self._plan(self.checkpoint, self.step, for_execution=False))
+            for task_id, chan, value in self.checkpoint_pending_writes:
+                if chan == INTERRUPT and task_id not in done and task_id not in planned:
+                    for item in value:
+                        if item.id in shared:
+                            result[item.id] = (task_id, item)
         return result
 
     def _accept_resume(self, resume: Any) -> None:
@@ -581,6 +613,7 @@ class PregelLoop:
             if "messages" in self.modes
             else None,
             call_submit=self._submit_call,
+            task_writes=task.writes,
         )
 
     # -- @task calls and caching -------------------------------------------------
@@ -619,14 +652,68 @@ class PregelLoop:
             }
         return results.get(call_id, MISSING)
 
-    def record_call(self, task: PregelExecutableTask, value: Any) -> None:
-        """Save a finished call's result at once (durable across resumes)."""
+    def record_call(
+        self, task: PregelExecutableTask, value: Any, *, cached: bool = False
+    ) -> None:
+        """Save a finished call's result at once (durable across resumes), stream it."""
         if self._call_results is not None:
             self._call_results[task.id] = value
         self._save_writes(task.id, task_path_str(task.path), [(RETURN, value)])
+        if self.modes:
+            if "updates" in self.modes:
+                chunk: dict[str, Any] = {task.name: value}
+                if cached:
+                    chunk["__metadata__"] = {"cached": True}
+                self.sink((self.ns, "updates", chunk))
+            self._emit_call_result(task, {RETURN: value}, None)
+
+    def call_started(self, task: PregelExecutableTask) -> None:
+        """A call is about to run: the ``tasks`` and ``debug`` streams say so."""
+        if "tasks" in self.modes or "debug" in self.modes:
+            packed = task.input
+            payload = {
+                "id": task.id,
+                "name": task.name,
+                "input": (packed.args, packed.kwargs),
+                "triggers": (PUSH,),
+            }
+            self._emit("tasks", payload)
+            self._emit_debug("task", payload, self.step)
+
+    def call_failed(self, task: PregelExecutableTask, error: BaseException) -> None:
+        """A call paused or failed. An ``interrupt()`` made in the call itself is saved
+        under the call's id, so that its answer goes to the call (see
+        :meth:`pending_interrupts`); its callers propagate it and save it too."""
+        if isinstance(error, GraphInterrupt):
+            own = [i for i in error.interrupts if i.id not in self._call_interrupt_ids]
+            if own:
+                self._call_interrupt_ids.update(i.id for i in own)
+                self._save_writes(task.id, task_path_str(task.path), [(INTERRUPT, own)])
+        elif not isinstance(error, GraphBubbleUp):
+            self._emit_call_result(task, None, error)
+
+    def _emit_call_result(
+        self,
+        task: PregelExecutableTask,
+        result: dict[str, Any] | None,
+        error: BaseException | None,
+    ) -> None:
+        if "tasks" in self.modes or "debug" in self.modes:
+            payload: dict[str, Any] = {
+                "id": task.id,
+                "name": task.name,
+                "error": None if error is None else f"{type(error).__name__}({error})",
+                "result": result,
+                "interrupts": [],
+            }
+            self._emit("tasks", payload)
+            self._emit_debug("task_result", payload, self.step)
 
     def call_cache_key(self, task: PregelExecutableTask, policy: Any) -> Any:
-        if policy is None or self.cache is None:
+        if self.cache is None:
+            return None
+        policy = policy or self.graph.cache_policy  # the graph's default, if any
+        if policy is None:
             return None
         return self._cache_key(task, policy)
 
@@ -640,7 +727,7 @@ class PregelLoop:
             raw = policy.key_func(value)
         if isinstance(raw, bytes):
             raw = hashlib.blake2b(raw, digest_size=16).hexdigest()
-        return (("__engine_writes", self.graph.name, task.name), str(raw))
+        return ((CACHE_NS_WRITES, self.graph.name, task.name), str(raw))
 
     def cache_lookup(self, key: tuple[tuple[str, ...], str]) -> Any:
         assert self.cache is not None
@@ -651,6 +738,7 @@ class PregelLoop:
         self, key: tuple[tuple[str, ...], str], value: Any, policy: Any
     ) -> None:
         assert self.cache is not None
+        policy = policy or self.graph.cache_policy
         self.cache.set({key: (value, policy.ttl)})
 
     def cache_probe(self) -> list[tuple[tuple[str, ...], str]]:
@@ -659,7 +747,7 @@ class PregelLoop:
             return []
         keys = []
         for task in self.tasks.values():
-            policy = task.node.cache_policy
+            policy = task.node.cache_policy or self.graph.cache_policy
             if policy is not None and not task.writes:
                 task.cache_key = self._cache_key(task, policy)
                 keys.append(task.cache_key)
@@ -692,7 +780,8 @@ class PregelLoop:
             if task.id in self._cached_task_ids:
                 continue
             writes = [(c, v) for c, v in task.writes if c != NO_WRITES]
-            updates[key] = (writes, task.node.cache_policy.ttl)  # type: ignore[union-attr]
+            policy = task.node.cache_policy or self.graph.cache_policy
+            updates[key] = (writes, policy.ttl)
         return updates
 
     def _message_metadata(self, task: PregelExecutableTask) -> dict[str, Any]:
@@ -1075,7 +1164,7 @@ class PregelLoop:
         # which nodes run next: history reads that without re-planning.
         self._planned = self._plan(checkpoint, self.step + 1)
         self._planned_for = (checkpoint["id"], self.step + 1)
-        metadata["next"] = [task.name for task in self._planned.values()]
+        metadata["next"] = next_names(self._planned, self.graph.node_index)
         self.checkpoint_metadata = metadata  # type: ignore[assignment]
         self.prev_checkpoint_config = (
             self._config_for(self._last_saved_id)
@@ -1298,7 +1387,7 @@ class PregelLoop:
                 and c in self.graph.output_channel_set
             }
             if error is None and not interrupts
-            else None
+            else {}  # as LangGraph: a failed or paused task wrote nothing
         )
         payload: dict[str, Any] = {
             "id": task.id,
@@ -1358,6 +1447,41 @@ class PregelLoop:
                 CONFIG_KEY_CHECKPOINT_ID: prev[CONF][CONFIG_KEY_CHECKPOINT_ID],
             }
         }
+
+
+def _answers_or_unaddressed(loop: PregelLoop) -> bool:
+    if not loop.configurable.get(CONFIG_KEY_CHECKPOINT_ID):
+        return True
+    command = loop.input
+    return isinstance(command, Command) and command.resume is not None
+
+
+def _replays_head(saved: CheckpointTuple, loop: PregelLoop) -> bool:
+    """A run addressed at the thread's newest checkpoint replays it (reruns its
+    tasks on a new branch, interrupts asking again) unless it answers an
+    interrupt, as in LangGraph; a fork or an update is already a branch."""
+    if _answers_or_unaddressed(loop):
+        return False
+    return saved.metadata.get("source") not in ("update", "fork")
+
+
+def _replays(saved: CheckpointTuple, time_travel: bool, loop: PregelLoop) -> bool:
+    """Whether subgraphs replay: the run addresses a past checkpoint, or a fork or
+    update, and does not answer an interrupt (as in LangGraph)."""
+    if _answers_or_unaddressed(loop):
+        return False
+    return time_travel or saved.metadata.get("source") in ("update", "fork")
+
+
+def _replay_bound(saved: CheckpointTuple) -> ReplayBound:
+    """Subgraphs replay from before the addressed checkpoint; from before its
+    parent when it is a fork or an update (made after the original run's
+    subgraph checkpoints)."""
+    bound = saved.checkpoint["id"]
+    parent = (saved.parent_config or {}).get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID)
+    if saved.metadata.get("source") in ("update", "fork") and parent:
+        bound = parent
+    return ReplayBound(bound)
 
 
 def _message_id(message: Any) -> Any:

@@ -7,6 +7,7 @@ Interrupts and parent commands are never retried.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -212,9 +213,16 @@ async def _attempt_async(
     node = task.node
     awaitable = node.bound.ainvoke(task.input, scope)
     if awaitable is None:
+        # a sync node runs on a worker thread in a copy of the caller's context
+        # (its contextvars, as LangGraph does); asyncio.run() works there
         ctx_run = _context_runner(scope)
         return await asyncio.get_running_loop().run_in_executor(
-            loop.executor, ctx_run, node.bound.invoke, task.input, scope
+            loop.executor,
+            contextvars.copy_context().run,
+            ctx_run,
+            node.bound.invoke,
+            task.input,
+            scope,
         )
     if timeout is None:
         return await awaitable

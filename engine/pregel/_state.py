@@ -9,11 +9,13 @@ forks the thread.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from engine._internal._constants import (
     CONF,
     CONFIG_KEY_CHECKPOINT_ID,
+    CONFIG_KEY_CHECKPOINT_MAP,
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_THREAD_ID,
@@ -45,14 +47,22 @@ from engine.pregel._algo import (
     apply_writes,
     prepare_next_tasks,
 )
-from engine.types import Interrupt, PregelTask, StateSnapshot
+from engine.types import Interrupt, PregelTask, StateSnapshot, StateUpdate
 
 if TYPE_CHECKING:
     from engine.pregel.main import Pregel
 
-__all__ = ("get_state", "get_state_history", "update_state")
+__all__ = (
+    "abulk_update_state",
+    "bulk_update_state",
+    "get_state",
+    "get_state_history",
+    "update_state",
+)
 
 _SPECIAL = frozenset({ERROR, INTERRUPT, RESUME, NO_WRITES})
+COPY = "__copy__"
+"""``as_node`` that copies the addressed checkpoint as a new one (a fork point)."""
 
 
 def _saver_or_raise(graph: Pregel, config: RunnableConfig) -> BaseCheckpointSaver:
@@ -92,19 +102,27 @@ def _read(graph: Pregel, channels: dict[str, BaseChannel[Any, Any, Any]]) -> Any
     return out
 
 
-def _public_config(config: RunnableConfig | None) -> RunnableConfig | None:
+def _public_config(
+    config: RunnableConfig | None, metadata: Any = None
+) -> RunnableConfig | None:
+    """Thread, namespace and checkpoint id; for a subgraph's checkpoint also the
+    ``checkpoint_map`` of its parents' checkpoints (as LangGraph gives)."""
     if config is None:
         return None
     conf = config.get(CONF, {})
     if not conf.get(CONFIG_KEY_CHECKPOINT_ID):
         return None
-    return {
-        CONF: {
-            CONFIG_KEY_THREAD_ID: conf.get(CONFIG_KEY_THREAD_ID),
-            CONFIG_KEY_CHECKPOINT_NS: conf.get(CONFIG_KEY_CHECKPOINT_NS, ""),
-            CONFIG_KEY_CHECKPOINT_ID: conf[CONFIG_KEY_CHECKPOINT_ID],
-        }
+    public: dict[str, Any] = {
+        CONFIG_KEY_THREAD_ID: conf.get(CONFIG_KEY_THREAD_ID),
+        CONFIG_KEY_CHECKPOINT_NS: conf.get(CONFIG_KEY_CHECKPOINT_NS, ""),
+        CONFIG_KEY_CHECKPOINT_ID: conf[CONFIG_KEY_CHECKPOINT_ID],
     }
+    if metadata and (parents := metadata.get("parents")):
+        public[CONFIG_KEY_CHECKPOINT_MAP] = {
+            **parents,
+            public[CONFIG_KEY_CHECKPOINT_NS]: public[CONFIG_KEY_CHECKPOINT_ID],
+        }
+    return {CONF: public}
 
 
 def snapshot_from(
@@ -206,10 +224,10 @@ def snapshot_from(
     return StateSnapshot(
         values=graph.map_output(_read(graph, channels)),
         next=next_names,
-        config=_public_config(saved.config) or saved.config,
+        config=_public_config(saved.config, saved.metadata) or saved.config,
         metadata=dict(saved.metadata),
         created_at=checkpoint.get("ts"),
-        parent_config=_public_config(saved.parent_config),
+        parent_config=_public_config(saved.parent_config, saved.metadata),
         tasks=tuple(pregel_tasks),
         interrupts=tuple(i for t in pregel_tasks for i in t.interrupts),
     )
@@ -448,10 +466,10 @@ class _LazySnapshot(StateSnapshot):
         snapshot = cls(
             values=None,
             next=tuple(known_next) if isinstance(known_next, list) else (),
-            config=_public_config(summary.config) or summary.config,
+            config=_public_config(summary.config, summary.metadata) or summary.config,
             metadata=metadata,
             created_at=summary.created_at,
-            parent_config=_public_config(summary.parent_config),
+            parent_config=_public_config(summary.parent_config, summary.metadata),
             tasks=(),
             interrupts=(),
         )
@@ -569,6 +587,7 @@ class _UpdatePlan:
         "new_versions",
         "parent_config",
         "task_writes",
+        "then",
     )
 
     def __init__(self) -> None:
@@ -577,6 +596,15 @@ class _UpdatePlan:
         self.new_versions: dict[str, Any] = {}
         self.parent_config: RunnableConfig = {}
         self.task_writes: list[tuple[str, Sequence[tuple[str, Any]]]] = []
+        self.then: list[StateUpdate] = []
+        """Updates to apply to the saved checkpoint next (a copy's)."""
+
+
+def _as_updates(superstep: Sequence[Any]) -> list[StateUpdate]:
+    return [
+        item if isinstance(item, StateUpdate) else StateUpdate(*item)
+        for item in superstep
+    ]
 
 
 def plan_update(
@@ -584,10 +612,29 @@ def plan_update(
     saver: BaseCheckpointSaver,
     config: RunnableConfig,
     saved: CheckpointTuple | None,
-    values: Any,
-    as_node: str | None,
-    task_id: str | None,
+    updates: Sequence[StateUpdate],
 ) -> _UpdatePlan:
+    """One super-step of updates: each runs its node's writers; one new checkpoint.
+
+    Several updates are applied together, as the tasks of one step are (a key
+    without a reducer accepts one of them). ``as_node`` may also be ``END``
+    (values ``None``: finish the pending tasks), ``"__input__"`` (write as the
+    input) or ``"__copy__"`` (copy the checkpoint as a sibling: a fork point);
+    each of those is a super-step on its own.
+    """
+    if len(updates) > 1:
+        for update in updates:
+            if update.as_node is None:
+                raise InvalidUpdateError(
+                    "as_node is required when applying multiple updates"
+                )
+            if update.as_node in (END, INPUT, COPY):
+                raise InvalidUpdateError(
+                    f"as_node={update.as_node!r} cannot be combined with other "
+                    "updates in one super-step"
+                )
+    elif updates[0].as_node == COPY:
+        return _plan_copy(graph, config, saved, updates[0].values)
     conf = config.get(CONF, {})
     thread_id = conf.get(CONFIG_KEY_THREAD_ID)
     ns = conf.get(CONFIG_KEY_CHECKPOINT_NS, "") or ""
@@ -619,7 +666,8 @@ def plan_update(
     def next_version() -> Any:
         return saver.get_next_version(max_version)
 
-    if as_node is None:
+    values, as_node, _ = updates[0]
+    if len(updates) == 1 and as_node is None:
         as_node = infer_as_node(graph, checkpoint)
         if as_node is None:
             raise InvalidUpdateError(
@@ -629,6 +677,10 @@ def plan_update(
                     ErrorCode.INVALID_CONCURRENT_GRAPH_UPDATE,
                 )
             )
+        updates = [updates[0]._replace(as_node=as_node)]
+    writes: list[PregelTaskWrites | PregelExecutableTask]
+    written: dict[str, list[str]] | None = {}
+    source, new_step = "update", step + 1
     if as_node == END:
         if values is not None:
             raise InvalidUpdateError("Cannot apply values when as_node is END")
@@ -641,7 +693,8 @@ def plan_update(
             checkpoint_ns=ns,
             for_execution=False,
         )
-        writes: list[PregelTaskWrites | PregelExecutableTask] = list(tasks.values())
+        writes = list(tasks.values())
+        written = None
     elif as_node == INPUT or (as_node == START and START not in graph.nodes):
         input_writes = graph.map_input(values)
         if not input_writes:
@@ -649,38 +702,31 @@ def plan_update(
                 f"Received no input writes for {graph.input_channels!r}"
             )
         writes = [PregelTaskWrites((), INPUT, input_writes, ())]
+        written = {str(as_node): list(values) if isinstance(values, dict) else []}
+        # as LangGraph: an input checkpoint (step -1 when it starts the thread)
+        source, new_step = "input", step + 1 if saved is not None else -1
     else:
-        node = graph.nodes.get(as_node)
-        if node is None:
-            raise InvalidUpdateError(
-                error_message(
-                    f"Node {as_node!r} does not exist (nodes: {sorted(graph.nodes)})",
-                    ErrorCode.INVALID_GRAPH,
-                )
+        writes = []
+        by_node: dict[str, list[str]] = {}
+        written = by_node
+        prepared = _prepared_task_ids(graph, checkpoint, channels, step, ns)
+        for index, (values, as_node, task_id) in enumerate(updates):
+            task = _run_writers(
+                graph,
+                channels,
+                checkpoint["id"],
+                ns,
+                index,
+                values,
+                str(as_node),
+                task_id or _next_id(prepared, str(as_node)),
             )
-        if not node.writers:
-            raise InvalidUpdateError(f"Node {as_node!r} has no writers")
-        update_task_id = task_id or _task_id_for_update(
-            graph, checkpoint, channels, step, ns, as_node
-        )
-        task = PregelExecutableTask(
-            name=as_node,
-            input=values,
-            node=node,
-            triggers=(INTERRUPT,),
-            id=update_task_id,
-            path=(INTERRUPT, 0),
-            ns=ns,
-        )
-
-        def read_fresh(keys: Sequence[str]) -> dict[str, Any]:
-            return graph.read_fresh(channels, task, keys)
-
-        graph.validate_update(as_node, values)
-        for writer in node.writers:
-            writer(task, values, read_fresh)
-        writes = [task]
-        plan.task_writes.append((update_task_id, list(task.writes)))
+            writes.append(task)
+            plan.task_writes.append((task.id, list(task.writes)))
+            keys = by_node.setdefault(task.name, [])
+            keys.extend(
+                k for k in (values if isinstance(values, dict) else ()) if k not in keys
+            )
     bumped: set[str] = set()
     apply_writes(
         checkpoint,
@@ -698,13 +744,19 @@ def plan_update(
         else:
             new_values[chan] = value
     checkpoint["channel_values"] = new_values
-    checkpoint["id"] = new_checkpoint_id(step + 1)
-    from datetime import UTC, datetime  # noqa: PLC0415
-
+    checkpoint["id"] = new_checkpoint_id(new_step)
     checkpoint["ts"] = datetime.now(UTC).isoformat()
-    checkpoint["updated_channels"] = sorted(bumped)
     if graph.schema_version is not None:
         checkpoint["schema_version"] = graph.schema_version
+    upcoming = prepare_next_tasks(
+        checkpoint,
+        graph.nodes,
+        channels,
+        new_step + 1,
+        checkpoint_ns=ns,
+        for_execution=False,
+    )
+    checkpoint["updated_channels"] = _planning_channels(graph, bumped, upcoming)
     plan.checkpoint = checkpoint
     plan.new_versions = {
         c: checkpoint["channel_versions"][c]
@@ -712,35 +764,46 @@ def plan_update(
         if c in checkpoint["channel_versions"]
     }
     plan.metadata = {
-        "source": "update",
-        "step": step + 1,
+        "source": source,
+        "step": new_step,
         "parents": parents,
-        "writes": {as_node: list(values) if isinstance(values, dict) else []}
-        if as_node != END
-        else None,
-        "next": [
-            task.name
-            for task in prepare_next_tasks(
-                checkpoint,
-                graph.nodes,
-                channels,
-                step + 2,
-                checkpoint_ns=ns,
-                for_execution=False,
-            ).values()
-        ],
+        "writes": written,
+        "next": [task.name for task in upcoming.values()],
     }
     return plan
 
 
-def _task_id_for_update(
+def _planning_channels(
+    graph: Pregel,
+    bumped: set[str],
+    upcoming: dict[str, PregelExecutableTask],
+) -> list[str]:
+    """``updated_channels`` of an update's checkpoint: what the next run plans from.
+
+    A run plans its first step from the nodes these channels trigger (not from
+    every node). The channels the update changed are not enough: a task the
+    parent checkpoint had pending and the update did not run is still pending,
+    though its trigger did not change here. Listing its triggers keeps that plan
+    equal to ``next`` (and to what ``get_state`` shows).
+    """
+    planned = set(bumped)
+    for task in upcoming.values():
+        planned.update(t for t in task.triggers if t in graph.channels)
+    return sorted(planned)
+
+
+def _prepared_task_ids(
     graph: Pregel,
     checkpoint: Checkpoint,
     channels: dict[str, BaseChannel[Any, Any, Any]],
     step: int,
     ns: str,
-    as_node: str,
-) -> str:
+) -> dict[str, list[str]]:
+    """Ids of the tasks the checkpoint has pending, per node, in plan order.
+
+    An update as one of those nodes takes its task's id, so history shows the
+    update as that task's result.
+    """
     tasks = prepare_next_tasks(
         checkpoint,
         graph.nodes,
@@ -749,24 +812,115 @@ def _task_id_for_update(
         checkpoint_ns=ns,
         for_execution=False,
     )
+    ids: dict[str, list[str]] = {}
     for task in tasks.values():
-        if task.name == as_node:
-            return task.id
-    return task_id_for(checkpoint["id"], ns, "update", as_node)
+        ids.setdefault(task.name, []).append(task.id)
+    return ids
 
 
-def update_state(
+def _next_id(prepared: dict[str, list[str]], as_node: str) -> str | None:
+    pending = prepared.get(as_node)
+    return pending.pop(0) if pending else None
+
+
+def _run_writers(
+    graph: Pregel,
+    channels: dict[str, BaseChannel[Any, Any, Any]],
+    checkpoint_id: str,
+    ns: str,
+    index: int,
+    values: Any,
+    as_node: str,
+    task_id: str | None,
+) -> PregelExecutableTask:
+    """Run ``as_node``'s writers on ``values`` (as if the node returned them)."""
+    node = graph.nodes.get(as_node)
+    if node is None:
+        raise InvalidUpdateError(
+            error_message(
+                f"Node {as_node!r} does not exist (nodes: {sorted(graph.nodes)})",
+                ErrorCode.INVALID_GRAPH,
+            )
+        )
+    if not node.writers:
+        raise InvalidUpdateError(f"Node {as_node!r} has no writers")
+    task = PregelExecutableTask(
+        name=as_node,
+        input=values,
+        node=node,
+        triggers=(INTERRUPT,),
+        id=task_id
+        or task_id_for(
+            checkpoint_id, ns, "update", as_node, *([index] if index else [])
+        ),
+        path=(INTERRUPT, index),
+        ns=ns,
+    )
+
+    def read_fresh(keys: Sequence[str]) -> dict[str, Any]:
+        return graph.read_fresh(channels, task, keys)
+
+    graph.validate_update(as_node, values)
+    for writer in node.writers:
+        writer(task, values, read_fresh)
+    return task
+
+
+def _plan_copy(
     graph: Pregel,
     config: RunnableConfig,
-    values: Any,
-    *,
-    as_node: str | None = None,
-    task_id: str | None = None,
+    saved: CheckpointTuple | None,
+    then: Any,
+) -> _UpdatePlan:
+    """``as_node="__copy__"``: the checkpoint again, as a sibling with a new id.
+
+    The copy has the same parent, values and next tasks, none of the original's
+    pending writes, and becomes the thread's newest checkpoint: a fork point to
+    run or update from. ``then`` may list ``(values, as_node)`` updates to apply
+    to the copy right away (a pending task's update takes its task id).
+    """
+    if saved is None:
+        raise InvalidUpdateError("Cannot copy a non-existent checkpoint")
+    plan = _UpdatePlan()
+    checkpoint = _copy_for_read(saved.checkpoint)
+    checkpoint["channel_values"] = dict(checkpoint["channel_values"])
+    checkpoint["updated_channels"] = saved.checkpoint.get("updated_channels")
+    if "schema_version" in saved.checkpoint:
+        checkpoint["schema_version"] = saved.checkpoint["schema_version"]
+    step = saved.metadata.get("step", -1)
+    checkpoint["id"] = new_checkpoint_id(step + 1)
+    checkpoint["ts"] = datetime.now(UTC).isoformat()
+    conf = saved.config.get(CONF, {})
+    parent = _public_config(saved.parent_config)
+    plan.parent_config = parent or {
+        CONF: {
+            CONFIG_KEY_THREAD_ID: conf.get(CONFIG_KEY_THREAD_ID),
+            CONFIG_KEY_CHECKPOINT_NS: conf.get(CONFIG_KEY_CHECKPOINT_NS, ""),
+        }
+    }
+    plan.checkpoint = checkpoint
+    next_names = saved.metadata.get("next")
+    if not isinstance(next_names, list):
+        next_names = list(snapshot_from(graph, saved, live=False).next)
+    plan.metadata = {
+        "source": "fork",
+        "step": step + 1,
+        "parents": dict(saved.metadata.get("parents", {})),
+        "next": list(next_names),
+    }
+    if isinstance(then, (list, tuple)) and then:
+        for item in then:
+            if not isinstance(item, Sequence) or isinstance(item, (str, bytes)):
+                raise InvalidUpdateError(
+                    f"Invalid update item: {item!r} when copying checkpoint"
+                )
+        plan.then = [StateUpdate(item[0], item[1]) for item in then]
+    return plan
+
+
+def _save_plan(
+    saver: BaseCheckpointSaver, plan: _UpdatePlan, saved: CheckpointTuple | None
 ) -> RunnableConfig:
-    merged, _ = graph._resolve(config)
-    saver = _saver_or_raise(graph, merged)
-    saved = saver.get_tuple(merged)
-    plan = plan_update(graph, saver, merged, saved, values, as_node, task_id)
     for tid, writes in plan.task_writes:
         if saved is not None and writes:
             saver.put_writes(plan.parent_config, writes, tid)
@@ -778,18 +932,9 @@ def update_state(
     )
 
 
-async def aupdate_state(
-    graph: Pregel,
-    config: RunnableConfig,
-    values: Any,
-    *,
-    as_node: str | None = None,
-    task_id: str | None = None,
+async def _asave_plan(
+    saver: BaseCheckpointSaver, plan: _UpdatePlan, saved: CheckpointTuple | None
 ) -> RunnableConfig:
-    merged, _ = graph._resolve(config)
-    saver = _saver_or_raise(graph, merged)
-    saved = await saver.aget_tuple(merged)
-    plan = plan_update(graph, saver, merged, saved, values, as_node, task_id)
     for tid, writes in plan.task_writes:
         if saved is not None and writes:
             await saver.aput_writes(plan.parent_config, writes, tid)
@@ -798,4 +943,82 @@ async def aupdate_state(
         plan.checkpoint,
         plan.metadata,  # type: ignore[arg-type]
         plan.new_versions,
+    )
+
+
+def _check_supersteps(supersteps: Sequence[Sequence[Any]]) -> list[list[StateUpdate]]:
+    if len(supersteps) == 0:
+        raise ValueError("No supersteps provided")
+    if any(len(updates) == 0 for updates in supersteps):
+        raise ValueError("No updates provided")
+    return [_as_updates(updates) for updates in supersteps]
+
+
+def _following(config: RunnableConfig, saved_config: RunnableConfig) -> RunnableConfig:
+    """The config the next super-step reads: the caller's, at the new checkpoint."""
+    return {**config, CONF: {**config.get(CONF, {}), **saved_config[CONF]}}
+
+
+def bulk_update_state(
+    graph: Pregel,
+    config: RunnableConfig,
+    supersteps: Sequence[Sequence[StateUpdate]],
+) -> RunnableConfig:
+    """Apply super-steps of updates in order, one checkpoint each; the last one's config."""
+    steps = _check_supersteps(supersteps)
+    merged, _ = graph._resolve(config)
+    saver = _saver_or_raise(graph, merged)
+    current, result = merged, merged
+    while steps:
+        updates = steps.pop(0)
+        saved = saver.get_tuple(current)
+        plan = plan_update(graph, saver, current, saved, updates)
+        result = _save_plan(saver, plan, saved)
+        current = _following(current, result)
+        if plan.then:
+            steps.insert(0, plan.then)
+    return result
+
+
+async def abulk_update_state(
+    graph: Pregel,
+    config: RunnableConfig,
+    supersteps: Sequence[Sequence[StateUpdate]],
+) -> RunnableConfig:
+    steps = _check_supersteps(supersteps)
+    merged, _ = graph._resolve(config)
+    saver = _saver_or_raise(graph, merged)
+    current, result = merged, merged
+    while steps:
+        updates = steps.pop(0)
+        saved = await saver.aget_tuple(current)
+        plan = plan_update(graph, saver, current, saved, updates)
+        result = await _asave_plan(saver, plan, saved)
+        current = _following(current, result)
+        if plan.then:
+            steps.insert(0, plan.then)
+    return result
+
+
+def update_state(
+    graph: Pregel,
+    config: RunnableConfig,
+    values: Any,
+    *,
+    as_node: str | None = None,
+    task_id: str | None = None,
+) -> RunnableConfig:
+    return bulk_update_state(graph, config, [[StateUpdate(values, as_node, task_id)]])
+
+
+async def aupdate_state(
+    graph: Pregel,
+    config: RunnableConfig,
+    values: Any,
+    *,
+    as_node: str | None = None,
+    task_id: str | None = None,
+) -> RunnableConfig:
+    return await abulk_update_state(
+        graph, config, [[StateUpdate(values, as_node, task_id)]]
     )

@@ -11,16 +11,26 @@ import contextlib
 import queue
 import threading
 import time
+import warnings
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from engine import events as ev
-from engine._internal._config import merge_configs, resolve_parent_config
+from engine._internal._config import (
+    addresses_own_thread,
+    merge_configs,
+    outside_config,
+    resolve_parent_config,
+)
 from engine._internal._constants import (
+    CACHE_NS_WRITES,
     CONF,
     CONFIG_KEY_CHECKPOINT_ID,
+    CONFIG_KEY_CHECKPOINT_MAP,
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_CHECKPOINTER,
+    CONFIG_KEY_REPLAY,
+    CONFIG_KEY_RESUMING,
     CONFIG_KEY_THREAD_ID,
     END,
     INTERRUPT,
@@ -42,14 +52,32 @@ from engine.errors import (
     GraphRecursionError,
     error_message,
 )
+from engine.pregel import _schemas
 from engine.pregel._algo import PregelExecutableTask
-from engine.pregel._io import format_chunk, map_input, with_interrupts, writes_update
+from engine.pregel._io import (
+    Mapper,
+    format_chunk,
+    format_part,
+    map_input,
+    with_interrupts,
+    writes_update,
+)
 from engine.pregel._loop import PregelLoop, StreamChunk
 from engine.pregel._persist import AsyncPersistence, SyncPersistence
 from engine.pregel._read import PregelNode
 from engine.pregel._runner import arun_step, run_step
+from engine.pregel._subgraph import ReplayBound, subgraph_for_config
 from engine.runtime import Runtime
-from engine.types import All, Command, Durability, Send, StateSnapshot, StreamMode
+from engine.types import (
+    All,
+    Command,
+    Durability,
+    GraphOutput,
+    Send,
+    StateSnapshot,
+    StateUpdate,
+    StreamMode,
+)
 
 __all__ = ("Pregel",)
 
@@ -62,6 +90,12 @@ class Pregel:
     Usually built by ``StateGraph.compile()``; the constructor is public for
     graphs written directly against channels.
     """
+
+    output_mapper: Mapper | None = None
+    """v2 stream parts: output values -> the output schema's class (StateGraph sets it
+    for pydantic and dataclass schemas)."""
+    state_mapper: Mapper | None = None
+    """v2 stream parts: checkpoint values -> the state schema's class."""
 
     def __init__(
         self,
@@ -78,6 +112,7 @@ class Pregel:
         store: Any = None,
         cache: Any = None,
         retry_policy: Sequence[Any] = (),
+        cache_policy: Any = None,
         context_schema: type[Any] | None = None,
         name: str = "LangGraph",
         debug: bool = False,
@@ -99,6 +134,8 @@ class Pregel:
         self.store = store
         self.cache = cache
         self.retry_policy = tuple(retry_policy)
+        self.cache_policy = cache_policy
+        """Cache policy of nodes and calls without their own (needs ``cache``)."""
         self.context_schema = context_schema
         self.name = name
         self.debug = debug
@@ -126,6 +163,7 @@ class Pregel:
         )
         out = self.output_channels
         self.output_channel_set = frozenset((out,) if isinstance(out, str) else out)
+        self.node_index = {name: index for index, name in enumerate(self.nodes)}
 
     # -- hooks overridden by CompiledStateGraph --------------------------------------
 
@@ -197,9 +235,11 @@ class Pregel:
         clone.config = merge_configs(self.config, config, kwargs or None)
         return clone
 
-    def copy(self, **updates: Any) -> Pregel:
+    def copy(self, update: dict[str, Any] | None = None, **updates: Any) -> Self:
+        """A shallow copy of this graph, with the attributes in ``update`` replaced."""
         clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)
+        clone.__dict__.update(update or {})
         clone.__dict__.update(updates)
         return clone
 
@@ -216,6 +256,114 @@ class Pregel:
                     for sub_name, sub in graph.get_subgraphs(recurse=True):
                         yield f"{name}|{sub_name}", sub
 
+    async def aget_subgraphs(
+        self, *, namespace: str | None = None, recurse: bool = False
+    ) -> AsyncIterator[tuple[str, Pregel]]:
+        """Async twin of :meth:`get_subgraphs`."""
+        for item in self.get_subgraphs(namespace=namespace, recurse=recurse):
+            yield item
+
+    # -- schemas (pydantic is imported only here) -----------------------------------
+
+    def get_name(self, suffix: str | None = None, *, name: str | None = None) -> str:
+        """The graph's name, with ``suffix`` as LangChain adds it (``LangGraphInput``)."""
+        return _schemas.graph_name(self, suffix, name)
+
+    @property
+    def InputType(self) -> Any:
+        """What the input channel accepts (None when the input is several channels)."""
+        return _schemas.input_type(self)
+
+    @property
+    def OutputType(self) -> Any:
+        """What the output channel holds (None when the output is several channels)."""
+        return _schemas.output_type(self)
+
+    def get_input_schema(self, config: RunnableConfig | None = None) -> Any:
+        """The input as a pydantic model class."""
+        return _schemas.input_model(self)
+
+    def get_output_schema(self, config: RunnableConfig | None = None) -> Any:
+        """The output as a pydantic model class."""
+        return _schemas.output_model(self)
+
+    @property
+    def input_schema(self) -> Any:
+        """:meth:`get_input_schema` (LangChain's ``Runnable.input_schema``)."""
+        return self.get_input_schema()
+
+    @property
+    def output_schema(self) -> Any:
+        """:meth:`get_output_schema` (LangChain's ``Runnable.output_schema``)."""
+        return self.get_output_schema()
+
+    def get_input_jsonschema(
+        self, config: RunnableConfig | None = None
+    ) -> dict[str, Any]:
+        """JSON Schema of the input."""
+        schema: dict[str, Any] = self.get_input_schema(config).model_json_schema()
+        return schema
+
+    def get_output_jsonschema(
+        self, config: RunnableConfig | None = None
+    ) -> dict[str, Any]:
+        """JSON Schema of the output."""
+        schema: dict[str, Any] = self.get_output_schema(config).model_json_schema()
+        return schema
+
+    def get_context_jsonschema(self) -> dict[str, Any] | None:
+        """JSON Schema of the run's context (``context_schema``), None without one.
+
+        Raises:
+            ValueError: a context schema that is not a pydantic model, a
+                TypedDict or a dataclass.
+        """
+        return _schemas.context_jsonschema(self.context_schema)
+
+    def config_schema(self, *, include: Sequence[str] | None = None) -> Any:
+        """Deprecated, as in LangGraph 1.0: use :meth:`get_context_jsonschema`.
+
+        The run config as a pydantic model: ``configurable`` is the context
+        schema, plus the config keys named in ``include``.
+        """
+        _deprecated("config_schema")
+        return _schemas.config_model(self, include)
+
+    def get_config_jsonschema(
+        self, *, include: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """Deprecated, as in LangGraph 1.0: use :meth:`get_context_jsonschema`."""
+        _deprecated("get_config_jsonschema")
+        schema: dict[str, Any] = _schemas.config_model(
+            self, include
+        ).model_json_schema()
+        return schema
+
+    # -- cache ---------------------------------------------------------------------
+
+    def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        """Forget the cached results of ``nodes`` (default: every node).
+
+        Raises:
+            ValueError: the graph was compiled without a cache.
+        """
+        if self.cache is None:
+            raise ValueError("No cache is set for this graph. Cannot clear cache.")
+        self.cache.clear(self._cache_namespaces(nodes))
+
+    async def aclear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        """Async twin of :meth:`clear_cache`."""
+        if self.cache is None:
+            raise ValueError("No cache is set for this graph. Cannot clear cache.")
+        await self.cache.aclear(self._cache_namespaces(nodes))
+
+    def _cache_namespaces(self, nodes: Sequence[str] | None) -> list[tuple[str, ...]]:
+        return [
+            (CACHE_NS_WRITES, self.name, node)
+            for node in (nodes or self.nodes)
+            if node in self.nodes
+        ]
+
     def _saver(self, config: RunnableConfig) -> BaseCheckpointSaver | None:
         checkpointer = self.checkpointer
         if isinstance(checkpointer, BaseCheckpointSaver):
@@ -230,6 +378,8 @@ class Pregel:
     ) -> tuple[RunnableConfig, TaskScope | None]:
         parent = current_scope()
         base: RunnableConfig | None = None
+        if parent is not None and addresses_own_thread(config):
+            base, parent = outside_config(parent), None  # a root graph, own thread
         if parent is not None:
             base = resolve_parent_config(parent, self)
             if new_run:
@@ -259,8 +409,12 @@ class Pregel:
         is_async: bool,
     ) -> PregelLoop:
         merged, parent = self._resolve(config, new_run=True)
+        if parent is None and self.checkpointer is True:
+            raise RuntimeError("checkpointer=True cannot be used for root graphs.")
         saver = self._saver(merged)
         conf = merged.setdefault(CONF, {})
+        if parent is None and conf.get(CONFIG_KEY_CHECKPOINT_NS):
+            _address_root(conf)
         if saver is not None:
             require_thread_id(merged, "A graph compiled with a checkpointer")
             conf[CONFIG_KEY_CHECKPOINTER] = saver
@@ -355,6 +509,10 @@ class Pregel:
         if saver is None:
             return None, None
         config = loop.config
+        if (replay := _replaying(config)) is not None:
+            loop.branch_off()
+            before = saver.list(config, before=replay.before(), limit=1)
+            return next(iter(before), None), None
         saved = saver.get_tuple(config)
         head = _head_id(saver, config, saved)
         _check_found(config, saved)
@@ -367,6 +525,11 @@ class Pregel:
         if saver is None:
             return None, None
         config = loop.config
+        if (replay := _replaying(config)) is not None:
+            loop.branch_off()
+            async for found in saver.alist(config, before=replay.before(), limit=1):
+                return found, None
+            return None, None
         saved = await saver.aget_tuple(config)
         head = None
         if config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID) and saved is not None:
@@ -389,18 +552,25 @@ class Pregel:
         durability: Durability | None = None,
         subgraphs: bool = False,
         debug: bool | None = None,
+        version: Literal["v1", "v2"] = "v1",
         **kwargs: Any,
     ) -> Iterator[Any]:
         """Run the graph and yield chunks as it goes (see ``stream_mode``).
 
         With one mode the chunks are that mode's payloads; with several they are
         ``(mode, payload)`` pairs; ``subgraphs=True`` prefixes the namespace.
+        ``version="v2"`` yields typed parts instead, whatever the modes:
+        ``{"type": mode, "ns": namespace, "data": payload}``
+        (:data:`~engine.types.StreamPart`); ``values`` parts also carry
+        ``interrupts``, and their data is the output schema's class when that is
+        a pydantic model or a dataclass.
         """
+        v2 = _is_v2(version)
         modes, single = _modes(
             stream_mode if stream_mode is not None else self.stream_mode
         )
         chunks: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        sink = _forwarding(chunks.put, _parent_sink(current_scope()))
+        sink = _forwarding(chunks.put, _parent_sink(current_scope(), config))
         loop = self._make_loop(
             input,
             config,
@@ -414,12 +584,26 @@ class Pregel:
             is_async=False,
         )
         live = bool(modes & _LIVE_MODES)
+        own = loop.ns
+        if v2:
+            mappers = self._part_mappers(output_keys)
+            for ns, mode, payload in self._drive(loop, chunks, live):
+                if (ns != own and not subgraphs) or mode not in modes:
+                    continue
+                yield format_part(ns, mode, payload, *(mappers if ns == own else ()))
+            return
         for ns, mode, payload in self._drive(loop, chunks, live):
-            if (ns and not subgraphs) or mode not in modes:
+            if (ns != own and not subgraphs) or mode not in modes:
                 continue
             yield format_chunk(
                 ns, mode, payload, single_mode=single, subgraphs=subgraphs
             )
+
+    def _part_mappers(
+        self, output_keys: str | Sequence[str] | None
+    ) -> tuple[Mapper | None, Mapper | None]:
+        """How v2 parts turn the graph's own values into its schema classes."""
+        return (self.output_mapper if output_keys is None else None), self.state_mapper
 
     def _drive(
         self, loop: PregelLoop, chunks: queue.SimpleQueue[Any] | None, live: bool
@@ -491,13 +675,18 @@ class Pregel:
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
         durability: Durability | None = None,
+        version: Literal["v1", "v2"] = "v1",
         **kwargs: Any,
     ) -> Any:
         """Run the graph to completion (or to an interrupt) and return its output.
 
         When the run pauses, the output also holds ``"__interrupt__"``: the list of
-        pending :class:`~engine.types.Interrupt` objects.
+        pending :class:`~engine.types.Interrupt` objects. With
+        ``version="v2"`` it is a :class:`~engine.types.GraphOutput` instead
+        (``.value``, ``.interrupts``), and another ``stream_mode`` gives the list
+        of v2 parts.
         """
+        v2 = _is_v2(version)
         if stream_mode != "values":
             chunks = list(
                 self.stream(
@@ -509,11 +698,12 @@ class Pregel:
                     interrupt_before=interrupt_before,
                     interrupt_after=interrupt_after,
                     durability=durability,
+                    version=version,
                 )
             )
             return chunks
         parent = current_scope()
-        forward = _parent_sink(parent)
+        forward = _parent_sink(parent, config)
         loop = self._make_loop(
             input,
             config,
@@ -528,7 +718,22 @@ class Pregel:
         )
         for _ in self._drive(loop, None, False):
             pass
-        return loop.output()
+        return self._graph_output(loop, output_keys) if v2 else loop.output()
+
+    def _graph_output(
+        self, loop: PregelLoop, output_keys: str | Sequence[str] | None
+    ) -> GraphOutput[Any]:
+        """``invoke(..., version="v2")``'s result: the output apart from the interrupts."""
+        value = loop.output()
+        interrupts: tuple[Any, ...] = ()
+        if isinstance(value, dict):
+            if INTERRUPT in value:
+                value = dict(value)
+                interrupts = tuple(value.pop(INTERRUPT))
+            mapper = self._part_mappers(output_keys)[0]
+            if mapper is not None:
+                value = mapper(value)
+        return GraphOutput(value, interrupts)
 
     async def ainvoke(
         self,
@@ -542,9 +747,11 @@ class Pregel:
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
         durability: Durability | None = None,
+        version: Literal["v1", "v2"] = "v1",
         **kwargs: Any,
     ) -> Any:
         """Async twin of :meth:`invoke`."""
+        v2 = _is_v2(version)
         if stream_mode != "values":
             return [
                 chunk
@@ -557,10 +764,11 @@ class Pregel:
                     interrupt_before=interrupt_before,
                     interrupt_after=interrupt_after,
                     durability=durability,
+                    version=version,
                 )
             ]
         parent = current_scope()
-        forward = _parent_sink(parent)
+        forward = _parent_sink(parent, config)
         loop = self._make_loop(
             input,
             config,
@@ -575,7 +783,7 @@ class Pregel:
         )
         async for _ in self._adrive(loop, None):
             pass
-        return loop.output()
+        return self._graph_output(loop, output_keys) if v2 else loop.output()
 
     async def astream(
         self,
@@ -591,14 +799,16 @@ class Pregel:
         durability: Durability | None = None,
         subgraphs: bool = False,
         debug: bool | None = None,
+        version: Literal["v1", "v2"] = "v1",
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         """Async twin of :meth:`stream`."""
+        v2 = _is_v2(version)
         modes, single = _modes(
             stream_mode if stream_mode is not None else self.stream_mode
         )
         chunks: asyncio.Queue[Any] = asyncio.Queue()
-        sink = _forwarding(_async_sink(chunks), _parent_sink(current_scope()))
+        sink = _forwarding(_async_sink(chunks), _parent_sink(current_scope(), config))
 
         loop = self._make_loop(
             input,
@@ -612,12 +822,17 @@ class Pregel:
             durability=durability,
             is_async=True,
         )
+        own = loop.ns
+        mappers = self._part_mappers(output_keys) if v2 else (None, None)
         async for ns, mode, payload in self._adrive(loop, chunks):
-            if (ns and not subgraphs) or mode not in modes:
+            if (ns != own and not subgraphs) or mode not in modes:
                 continue
-            yield format_chunk(
-                ns, mode, payload, single_mode=single, subgraphs=subgraphs
-            )
+            if v2:
+                yield format_part(ns, mode, payload, *(mappers if ns == own else ()))
+            else:
+                yield format_chunk(
+                    ns, mode, payload, single_mode=single, subgraphs=subgraphs
+                )
 
     async def _adrive(
         self, loop: PregelLoop, chunks: asyncio.Queue[Any] | None
@@ -694,7 +909,7 @@ class Pregel:
             config,
             context=context,
             modes=modes,
-            sink=_forwarding(chunks.put, _parent_sink(current_scope())),
+            sink=_forwarding(chunks.put, _parent_sink(current_scope(), config)),
             output_keys=None,
             interrupt_before=interrupt_before,
             interrupt_after=interrupt_after,
@@ -744,7 +959,7 @@ class Pregel:
             config,
             context=context,
             modes=modes,
-            sink=_forwarding(sink, _parent_sink(current_scope())),
+            sink=_forwarding(sink, _parent_sink(current_scope(), config)),
             output_keys=None,
             interrupt_before=interrupt_before,
             interrupt_after=interrupt_after,
@@ -815,6 +1030,8 @@ class Pregel:
         """The thread's state at the addressed (or latest) checkpoint."""
         from engine.pregel import _state  # noqa: PLC0415 - keeps import graph small
 
+        if (target := subgraph_for_config(self, config)) is not None:
+            return target[0].get_state(target[1], subgraphs=subgraphs)
         return _state.get_state(self, config, subgraphs=subgraphs)
 
     async def aget_state(
@@ -822,6 +1039,8 @@ class Pregel:
     ) -> StateSnapshot:
         from engine.pregel import _state  # noqa: PLC0415
 
+        if (target := subgraph_for_config(self, config)) is not None:
+            return await target[0].aget_state(target[1], subgraphs=subgraphs)
         return await _state.aget_state(self, config, subgraphs=subgraphs)
 
     def get_state_history(
@@ -835,6 +1054,10 @@ class Pregel:
         """Snapshots of the thread's checkpoints, newest first."""
         from engine.pregel import _state  # noqa: PLC0415
 
+        if (target := subgraph_for_config(self, config)) is not None:
+            return target[0].get_state_history(
+                target[1], filter=filter, before=before, limit=limit
+            )
         return _state.get_state_history(
             self, config, filter=filter, before=before, limit=limit
         )
@@ -849,6 +1072,12 @@ class Pregel:
     ) -> AsyncIterator[StateSnapshot]:
         from engine.pregel import _state  # noqa: PLC0415
 
+        if (target := subgraph_for_config(self, config)) is not None:
+            async for snapshot in target[0].aget_state_history(
+                target[1], filter=filter, before=before, limit=limit
+            ):
+                yield snapshot
+            return
         async for snapshot in _state.aget_state_history(
             self, config, filter=filter, before=before, limit=limit
         ):
@@ -864,9 +1093,17 @@ class Pregel:
         """Write ``values`` as if node ``as_node`` returned them; returns the new checkpoint's config.
 
         From a past checkpoint this creates a branch (a fork) of the thread.
+        ``as_node`` defaults to the node that wrote last (when that is
+        unambiguous); ``END`` (with ``values=None``) finishes the pending tasks;
+        ``"__input__"`` writes as the run's input; ``"__copy__"`` copies the
+        addressed checkpoint as the thread's newest (same parent, values and next
+        tasks: a fork point), and ``values`` may then list ``(values, as_node)``
+        updates to apply to the copy.
         """
         from engine.pregel import _state  # noqa: PLC0415
 
+        if (target := subgraph_for_config(self, config)) is not None:
+            return target[0].update_state(target[1], values, as_node, task_id)
         return _state.update_state(
             self, config, values, as_node=as_node, task_id=task_id
         )
@@ -880,9 +1117,49 @@ class Pregel:
     ) -> RunnableConfig:
         from engine.pregel import _state  # noqa: PLC0415
 
+        if (target := subgraph_for_config(self, config)) is not None:
+            return await target[0].aupdate_state(target[1], values, as_node, task_id)
         return await _state.aupdate_state(
             self, config, values, as_node=as_node, task_id=task_id
         )
+
+    def bulk_update_state(
+        self,
+        config: RunnableConfig,
+        supersteps: Sequence[Sequence[StateUpdate]],
+    ) -> RunnableConfig:
+        """Apply updates in super-steps, one new checkpoint per super-step.
+
+        Args:
+            config: the thread (and optionally the checkpoint) to update.
+            supersteps: each a list of ``StateUpdate(values, as_node, task_id)``
+                applied together, as the tasks of one step are (``as_node`` is
+                required when a super-step has several).
+
+        Returns:
+            The config of the last checkpoint written.
+
+        Raises:
+            ValueError: no super-steps, or an empty one.
+            InvalidUpdateError: an update the graph cannot apply.
+        """
+        from engine.pregel import _state  # noqa: PLC0415
+
+        if (target := subgraph_for_config(self, config)) is not None:
+            return target[0].bulk_update_state(target[1], supersteps)
+        return _state.bulk_update_state(self, config, supersteps)
+
+    async def abulk_update_state(
+        self,
+        config: RunnableConfig,
+        supersteps: Sequence[Sequence[StateUpdate]],
+    ) -> RunnableConfig:
+        """Async twin of :meth:`bulk_update_state`."""
+        from engine.pregel import _state  # noqa: PLC0415
+
+        if (target := subgraph_for_config(self, config)) is not None:
+            return await target[0].abulk_update_state(target[1], supersteps)
+        return await _state.abulk_update_state(self, config, supersteps)
 
     # -- drawing -------------------------------------------------------------------
 
@@ -893,6 +1170,12 @@ class Pregel:
         from engine.pregel._draw import draw_graph  # noqa: PLC0415
 
         return draw_graph(self, xray=xray)
+
+    async def aget_graph(
+        self, config: RunnableConfig | None = None, *, xray: int | bool = False
+    ) -> Any:
+        """Async twin of :meth:`get_graph` (drawing does no I/O)."""
+        return self.get_graph(config, xray=xray)
 
     def draw_mermaid(self, **kwargs: Any) -> str:
         return str(self.get_graph().draw_mermaid(**kwargs))
@@ -926,6 +1209,21 @@ def _modes(
 
 def _discard(_: StreamChunk) -> None:
     return None
+
+
+def _deprecated(method: str) -> None:
+    from engine.warnings import LangGraphDeprecatedSinceV10  # noqa: PLC0415
+
+    warnings.warn(
+        LangGraphDeprecatedSinceV10(
+            f"`{method}` is deprecated. Use `get_context_jsonschema` instead."
+        ),
+        stacklevel=3,
+    )
+
+
+def _is_v2(version: str) -> bool:
+    return version == "v2"  # anything else is v1, as in LangGraph
 
 
 _EVENT_MODES = frozenset({"events", "custom"})
@@ -1021,11 +1319,37 @@ def _flush_quietly(loop: PregelLoop) -> None:
             persistence.flush()
 
 
+def _address_root(conf: dict[str, Any]) -> None:
+    """A root run given a subgraph's checkpoint config (from its snapshot) runs the
+    graph from the root checkpoint that subgraph checkpoint was taken under
+    (``checkpoint_map[""]``), or from the latest one, as in LangGraph."""
+    conf[CONFIG_KEY_CHECKPOINT_NS] = ""
+    root = (conf.get(CONFIG_KEY_CHECKPOINT_MAP) or {}).get("")
+    if root:
+        conf[CONFIG_KEY_CHECKPOINT_ID] = root
+    else:
+        conf.pop(CONFIG_KEY_CHECKPOINT_ID, None)
+
+
+def _replaying(config: RunnableConfig) -> ReplayBound | None:
+    """The parent's replay, when this subgraph run is its first in the replay:
+    it then starts from its checkpoint before the replayed one, as a new run."""
+    conf = config.get(CONF, {})
+    replay = conf.get(CONFIG_KEY_REPLAY)
+    if replay is None or conf.get(CONFIG_KEY_CHECKPOINT_ID):
+        return None
+    if not replay.first_visit(conf.get(CONFIG_KEY_CHECKPOINT_NS, "")):
+        return None
+    conf.pop(CONFIG_KEY_RESUMING, None)  # the input starts it, it does not resume
+    return replay  # type: ignore[no-any-return]
+
+
 def _parent_sink(
-    parent: TaskScope | None,
+    parent: TaskScope | None, config: RunnableConfig | None = None
 ) -> tuple[Callable[[StreamChunk], None], frozenset[str]] | None:
-    """A nested run forwards its chunks to the parent run's stream (namespaced)."""
-    if parent is None:
+    """A nested run forwards its chunks to the parent run's stream (namespaced);
+    a graph run on its own thread from inside a task does not nest."""
+    if parent is None or addresses_own_thread(config):
         return None
     return parent.stream_sink
 

@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from engine.prebuilt import ScriptedChatModel, create_react_agent
+from engine.prebuilt import ScriptedChatModel, ToolNode, create_react_agent
 
 __all__ = ("build", "scripted_model")
 
@@ -112,9 +112,11 @@ def scripted_model() -> ScriptedChatModel:
 def build(*, model: Any = None, checkpointer: Any = None) -> Any:
     if model is None:
         model = _configured_model() or scripted_model()
+    # a failing tool (an unknown order) is answered to the model, not a failed run
+    tools = ToolNode([lookup_order, convert_currency], handle_tool_errors=True)
     return create_react_agent(
         model,
-        [lookup_order, convert_currency],
+        tools,
         prompt="You answer questions about orders. Use the tools.",
         checkpointer=checkpointer,
         name="tool_agent",

@@ -27,6 +27,7 @@ from engine.errors import InvalidUpdateError
 from engine.pregel._algo import (
     PregelTaskWrites,
     apply_writes,
+    next_names,
     prepare_next_tasks,
     task_path_str,
 )
@@ -225,6 +226,39 @@ def test_prepare_next_tasks_turns_sends_into_push_tasks_in_order() -> None:
     ]
     assert tasks[0].id != tasks[1].id
     assert tasks[0].triggers == (PUSH,)
+
+
+def test_next_names_lists_a_plan_as_a_full_plan_does_sends_then_graph_order() -> None:
+    nodes = {
+        "zeta": node("zeta", ["go"], ["x"]),
+        "alpha": node("alpha", ["go"], ["x"]),
+        "work": node("work", ["go:work"], ["x"]),
+    }
+    channels = {
+        "x": LastValue(int),
+        "go": EphemeralValue(None),
+        "go:work": EphemeralValue(None),
+        TASKS: Topic(Send),
+    }
+    checkpoint, _ = start(
+        channels, nodes, [("go", None), (TASKS, Send("work", {"item": 1}))]
+    )
+    node_index = {name: i for i, name in enumerate(nodes)}
+
+    incremental = prepare_next_tasks(
+        checkpoint,
+        nodes,
+        channels,
+        0,
+        updated_channels={"go"},
+        trigger_to_nodes=index(nodes),
+    )
+    full = prepare_next_tasks(checkpoint, nodes, channels, 0)
+
+    assert [t.name for t in incremental.values()] == ["work", "alpha", "zeta"]
+    assert [t.name for t in full.values()] == ["work", "zeta", "alpha"]
+    assert next_names(incremental, node_index) == ["work", "zeta", "alpha"]
+    assert next_names(full, node_index) == ["work", "zeta", "alpha"]
 
 
 def test_prepare_next_tasks_ignores_sends_to_unknown_nodes() -> None:

@@ -1,0 +1,121 @@
+"""Synchronous nodes that use asyncio helpers, and the context they run in.
+
+As LangGraph 1.2 runs them: a sync node runs on a worker thread (or inline, for
+a lone task of a sync run) in a copy of the caller's context, so the caller's
+contextvars are visible, including under ``ainvoke``/``astream``; no event loop
+runs in that thread, so ``asyncio.run()`` (and a loop of the node's own) works
+there, and the graph's context (``get_config``, the stream writer) reaches the
+coroutines it runs. Checked on LangGraph 1.2.24.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from typing import Any
+
+import pytest
+
+from engine.config import get_config, get_stream_writer
+from engine.func import entrypoint, task
+from engine.graph import START, StateGraph
+from tests._support.graphs import LogState
+
+REQUEST = contextvars.ContextVar("REQUEST", default="unset")
+
+
+async def lookup(label: str) -> str:
+    await asyncio.sleep(0)
+    get_stream_writer()({"looked up": label})
+    user = get_config()["configurable"].get("user", "?")
+    return f"{label}:{user}:{REQUEST.get()}"
+
+
+def with_asyncio_run(label: str) -> Any:
+    def node(state: LogState) -> dict[str, Any]:
+        return {"log": [asyncio.run(lookup(label))]}
+
+    return node
+
+
+def with_own_loop(label: str) -> Any:
+    def node(state: LogState) -> dict[str, Any]:
+        loop = asyncio.new_event_loop()
+        try:
+            return {"log": [loop.run_until_complete(lookup(label))]}
+        finally:
+            loop.close()
+
+    return node
+
+
+def graph(parallel: bool) -> Any:
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(LogState)
+    builder.add_node("a", with_asyncio_run("a"))
+    builder.add_node("b", with_own_loop("b"))
+    builder.add_edge(START, "a")
+    builder.add_edge(START if parallel else "a", "b")
+    return builder.compile()
+
+
+CONFIG = {"configurable": {"user": "ada"}}
+
+
+@pytest.fixture(autouse=True)
+def caller_context() -> Any:
+    token = REQUEST.set("req-1")
+    yield
+    REQUEST.reset(token)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_sync_nodes_run_coroutines_with_asyncio_run(parallel: bool) -> None:
+    result = graph(parallel).invoke({"x": 0, "log": []}, CONFIG)
+
+    assert sorted(result["log"]) == ["a:ada:req-1", "b:ada:req-1"]
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+async def test_under_ainvoke_sync_nodes_see_the_callers_contextvars(
+    parallel: bool,
+) -> None:
+    result = await graph(parallel).ainvoke({"x": 0, "log": []}, CONFIG)
+
+    assert sorted(result["log"]) == ["a:ada:req-1", "b:ada:req-1"]
+
+
+async def test_a_sync_nodes_coroutine_writes_to_the_stream() -> None:
+    chunks = [
+        chunk
+        async for chunk in graph(True).astream(
+            {"x": 0, "log": []}, CONFIG, stream_mode=["custom", "values"]
+        )
+    ]
+
+    custom = sorted(c[1]["looked up"] for c in chunks if c[0] == "custom")
+    assert custom == ["a", "b"]
+    assert sorted(chunks[-1][1]["log"]) == ["a:ada:req-1", "b:ada:req-1"]
+
+
+def test_a_live_stream_runs_sync_nodes_on_worker_threads_that_can_run_coroutines() -> (
+    None
+):
+    chunks = list(
+        graph(False).stream({"x": 0, "log": []}, CONFIG, stream_mode=["custom"])
+    )
+
+    assert [c[1] for c in chunks] == [{"looked up": "a"}, {"looked up": "b"}]
+
+
+async def test_functional_api_sync_tasks_see_the_callers_context_under_ainvoke() -> (
+    None
+):
+    @task
+    def fetch(label: str) -> str:
+        return asyncio.run(lookup(label))
+
+    @entrypoint()
+    def flow(labels: list[str]) -> list[str]:
+        return [future.result() for future in [fetch(label) for label in labels]]
+
+    assert await flow.ainvoke(["x", "y"], CONFIG) == ["x:ada:req-1", "y:ada:req-1"]
