@@ -19,6 +19,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import cached_property
 from typing import Annotated, Any, Literal, Self
 
@@ -101,6 +102,12 @@ class BoundRunInput:
         return self.input is not None
 
     @property
+    def mixed(self) -> bool:
+        """Some fields are required and some are not (the form explains the marks)."""
+        required = {row.field.required for row in self.rows}
+        return required == {True, False}
+
+    @property
     def raw_placeholder(self) -> str:
         return json.dumps({row.field.key: None for row in self.rows}, indent=2)
 
@@ -141,13 +148,19 @@ class RunInputForm:
         payload: dict[str, str] = {}
         nulls: list[str] = []
         for f in self.fields:
-            text = values[f.key]
+            text = values[f.key].strip() if f.widget == "money" else values[f.key]
             if text == "":
                 if f.required and f.nullable:
                     nulls.append(f.key)
                 elif f.required:
                     errors.setdefault(f.key, []).append("This field is required.")
                 continue
+            if f.widget == "money":
+                minor = _minor_units(text, f)
+                if isinstance(minor, str):
+                    errors.setdefault(f.key, []).append(minor)
+                    continue
+                text = str(minor)
             payload[f.key] = text
         checked: dict[str, Any] = {}
         try:
@@ -210,6 +223,7 @@ class RunInputForm:
                 )
         if not problems:
             errors: dict[str, list[str]] = {}
+            self._check_raw(value, errors)
             _collect_whole(self.schema, value, errors)
             problems = [
                 f"{key}: {message}" if key else message
@@ -224,8 +238,64 @@ class RunInputForm:
             input=None if problems else value,
         )
 
+    def _check_raw(self, value: dict[str, Any], errors: dict[str, list[str]]) -> None:
+        """The raw input against the fields: required keys there, each value of its
+        type (JSON rules, strictly: ``"5"`` is not an int) and within its limits."""
+        for f in self.fields:
+            if f.widget == "message":
+                continue
+            if f.key not in value:
+                if f.required:
+                    errors.setdefault(f.key, []).append("Field required")
+                continue
+            checker = self._raw_checkers.get(f.key)
+            if checker is None:
+                continue
+            try:
+                checker.validate_json(json.dumps(value[f.key]), strict=True)
+            except ValidationError as exc:
+                for error in exc.errors(include_url=False):
+                    where = ".".join(str(part) for part in error["loc"])
+                    text = error["msg"].removeprefix("Value error, ")
+                    errors.setdefault(f.key, []).append(
+                        f"{where}: {text}" if where else text
+                    )
+
+    @cached_property
+    def _raw_checkers(self) -> dict[str, TypeAdapter[Any]]:
+        checkers: dict[str, TypeAdapter[Any]] = {}
+        for f in self.fields:
+            kind = f.annotation
+            if f.nullable:
+                kind = kind | None
+            if f.constraints:
+                kind = Annotated[(kind, *f.constraints)]
+            try:
+                checkers[f.key] = TypeAdapter(kind)
+            except Exception:  # a type pydantic cannot check: any JSON
+                continue
+        return checkers
+
 
 # -- helpers ---------------------------------------------------------------------
+
+_DECIMAL = re.compile(r"^-?[0-9]+(?:\.[0-9]+)?$")
+
+
+def _minor_units(text: str, f: InputField) -> int | str:
+    """Money typed in the currency (``480.50``) as minor units (``48050``), exactly;
+    or why the text is not an amount."""
+    example = f.examples[0] if f.examples else "480.50"
+    if not _DECIMAL.match(text):
+        return f"Enter an amount in {f.unit}, like {example}."
+    decimals = text.partition(".")[2]
+    if len(decimals) > f.minor_digits:
+        return (
+            f"Use at most {f.minor_digits} decimals, like {example}."
+            if f.minor_digits
+            else f"Enter a whole amount in {f.unit}."
+        )
+    return int(Decimal(text).scaleb(f.minor_digits))
 
 
 def _posted_text(f: InputField, posted: Mapping[str, Any]) -> str:

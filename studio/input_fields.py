@@ -10,6 +10,17 @@ it (``studio.forms`` builds the strict model from them):
 - a schema that is exactly one ``messages`` list (``MessagesState``) -> one
   ``message`` textarea, sent as ``[{"role": "user", "content": ...}]``.
 
+What people read next to a field comes from pydantic's ``Field`` on the schema
+(in a TypedDict or dataclass, as ``Annotated[int, Field(...)]``): its
+``description``, ``examples`` and constraints, the default, and two keys of its
+``json_schema_extra`` (they show in the API's JSON schema too):
+
+- ``MONEY_MINOR`` (``"x-money-minor"``): the int is an amount in minor units of
+  this currency (``{"x-money-minor": "CNY"}``: fen). The form shows and takes the
+  amount in the currency (``480.50``) and sends minor units (``48050``);
+  ``"x-minor-digits"`` says how many minor digits the currency has (default 2);
+- ``UNIT`` (``"x-unit"``): a unit shown next to a number (``"seconds"``).
+
 No Django and no engine imports: only ``typing`` and pydantic introspection.
 """
 
@@ -22,16 +33,33 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Literal, Union, get_args, get_origin
 
 import typing_extensions
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-__all__ = ("MESSAGES_KEY", "InputField", "Widget", "input_fields")
+__all__ = (
+    "MESSAGES_KEY",
+    "MINOR_DIGITS",
+    "MONEY_MINOR",
+    "UNIT",
+    "InputField",
+    "Widget",
+    "input_fields",
+    "major_text",
+)
 
-Widget = Literal["text", "number", "checkbox", "choice", "json", "message"]
+Widget = Literal["text", "number", "money", "checkbox", "choice", "json", "message"]
 MESSAGES_KEY = "messages"
+MONEY_MINOR = "x-money-minor"
+"""``json_schema_extra`` key: the int is an amount in minor units of this currency."""
+MINOR_DIGITS = "x-minor-digits"
+"""``json_schema_extra`` key: the currency's minor digits (2 when not given)."""
+UNIT = "x-unit"
+"""``json_schema_extra`` key: a unit to show next to a number."""
 
 _WRAPPERS = {
     typing.Required,
@@ -65,6 +93,19 @@ class InputField:
     """The type, for people: ``list[dict[str, Any]]``."""
     constraints: tuple[Any, ...] = ()
     """pydantic field metadata (``Ge(1)``, ``MaxLen(64)``...) to check as well."""
+    description: str = ""
+    """``Field(description=...)``: what the key means, for people."""
+    examples: tuple[str, ...] = ()
+    """``Field(examples=[...])`` as form text (money in the currency)."""
+    unit: str = ""
+    """Shown next to the field: a currency code for money, or ``x-unit``."""
+    minor_digits: int = 0
+    """``money`` widget: digits after the point (CNY: 2, fen to yuan)."""
+
+    @property
+    def placeholder(self) -> str:
+        """The first example, shown in an empty text or number box."""
+        return self.examples[0] if self.examples and self.widget != "json" else ""
 
 
 def input_fields(schema: Any, kind: str) -> tuple[InputField, ...]:
@@ -130,6 +171,7 @@ def _pydantic_fields(schema: type[BaseModel]) -> list[InputField]:
                 required=info.is_required(),
                 default=default,
                 constraints=tuple(info.metadata),
+                infos=(info,),
             )
         )
     return fields
@@ -185,11 +227,19 @@ def _field(
     required: bool,
     default: Any = _NO_DEFAULT,
     constraints: tuple[Any, ...] = (),
+    infos: tuple[FieldInfo, ...] = (),
 ) -> InputField:
+    infos = infos or _field_infos(annotation)
+    if not constraints:
+        constraints = tuple(item for info in infos for item in info.metadata)
+    extra = _extra(infos)
     base = _unwrap(annotation)
     base, nullable = _without_none(base)
     initial = _initial(default)
     hint = _describe(base) + (" or null" if nullable else "")
+    examples = tuple(
+        example for info in infos for example in (info.examples or ()) or ()
+    )
     common: dict[str, Any] = {
         "key": key,
         "required": required,
@@ -197,12 +247,38 @@ def _field(
         "initial": initial,
         "type_hint": hint,
         "constraints": constraints,
+        "description": " ".join(info.description for info in infos if info.description),
+        "examples": tuple(_form_text(e) for e in examples if _is_scalar(e)),
+        "unit": str(extra.get(UNIT) or ""),
     }
     if base is bool:
         if required or isinstance(default, bool):
             return InputField(widget="checkbox", annotation=bool, **common)
         yes_no: tuple[tuple[str, Any], ...] = (("true", True), ("false", False))
         return InputField(widget="choice", annotation=bool, choices=yes_no, **common)
+    currency = extra.get(MONEY_MINOR)
+    if base is int and isinstance(currency, str) and currency:
+        digits = int(extra.get(MINOR_DIGITS, 2))
+        return InputField(
+            widget="money",
+            annotation=int,
+            step=_step(digits),
+            minor_digits=digits,
+            **common
+            | {
+                "unit": currency,
+                "initial": major_text(default, digits)
+                if isinstance(default, int) and not isinstance(default, bool)
+                else "",
+                "examples": tuple(
+                    major_text(e, digits)
+                    for e in examples
+                    if isinstance(e, int) and not isinstance(e, bool)
+                ),
+                "type_hint": f"an amount in {currency}"
+                + (f", sent in minor units (1/{10**digits})" if digits else ""),
+            },
+        )
     if base is int or base is float:
         step = "1" if base is int else "any"
         return InputField(widget="number", annotation=base, step=step, **common)
@@ -213,7 +289,47 @@ def _field(
         return InputField(widget="choice", annotation=base, choices=choices, **common)
     if initial == "" and default is not _NO_DEFAULT and default is not None:
         common["initial"] = _json_text(default)
+    common["examples"] = tuple(
+        text for text in (_json_line(e) for e in examples) if text
+    )
     return InputField(widget="json", annotation=base, **common)
+
+
+def major_text(minor: int, digits: int = 2) -> str:
+    """An amount in minor units as the currency's text: ``48050`` -> ``"480.50"``."""
+    if digits <= 0:
+        return str(minor)
+    return f"{Decimal(minor).scaleb(-digits):.{digits}f}"
+
+
+def _step(digits: int) -> str:
+    return "1" if digits <= 0 else f"{Decimal(1).scaleb(-digits):.{digits}f}"
+
+
+def _field_infos(annotation: Any) -> tuple[FieldInfo, ...]:
+    """``Field(...)`` objects in ``Annotated`` metadata (under Required & co. too)."""
+    found: list[FieldInfo] = []
+    while True:
+        origin = get_origin(annotation)
+        if origin in _WRAPPERS:
+            annotation = get_args(annotation)[0]
+        elif origin is typing.Annotated:
+            found.extend(m for m in annotation.__metadata__ if isinstance(m, FieldInfo))
+            annotation = annotation.__origin__
+        else:
+            return tuple(found)
+
+
+def _extra(infos: tuple[FieldInfo, ...]) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for info in infos:
+        if isinstance(info.json_schema_extra, dict):
+            merged.update(info.json_schema_extra)
+    return merged
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float | bool)
 
 
 def _unwrap(annotation: Any) -> Any:
@@ -276,6 +392,13 @@ def _form_text(value: Any) -> str:
 def _json_text(value: Any) -> str:
     try:
         return json.dumps(value, indent=2, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return ""
+
+
+def _json_line(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         return ""
 

@@ -57,6 +57,10 @@ class Thread(models.Model):
     )
     has_state = models.BooleanField(default=False)
     """True once a run saved a checkpoint (an idle thread with state is "done")."""
+    title = models.CharField(max_length=200, blank=True, default="")
+    """What the thread is about, for people: set from the input when a run starts
+    (``studio.titles``: the graph's ``THREAD_TITLE``, a first user message, or the
+    input's first values); "" until a run gave it one."""
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     updated_at = models.DateTimeField(default=timezone.now)

@@ -9,12 +9,14 @@ rendering). State values arrive here already summarized as
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlencode
 
-from studio.services.diff import MISSING, Change, ValueText, summarize
+from studio.services.diff import MISSING, Change, PathPart, ValueText, summarize
 
 __all__ = (
     "ActivityView",
@@ -39,8 +41,10 @@ __all__ = (
     "WaterfallBar",
     "WaterfallStep",
     "WaterfallView",
+    "json_path",
     "present_changes",
     "short_id",
+    "thread_label",
 )
 
 OP_LABELS = {
@@ -62,6 +66,11 @@ def short_id(checkpoint_id: str) -> str:
 # -- threads list ------------------------------------------------------------------
 
 
+def thread_label(title: str, graph: str, thread_id: str) -> str:
+    """What a thread is called: its title, else its graph and the start of its id."""
+    return title or f"{graph or 'thread'} · {thread_id[:8]}"
+
+
 @dataclass(frozen=True, slots=True)
 class ThreadRow:
     thread_id: str
@@ -71,6 +80,12 @@ class ThreadRow:
     owner: str
     created_at: datetime
     updated_at: datetime
+    title: str = ""
+    """From the input of its runs ("" until a run gave it one: see ``label``)."""
+
+    @property
+    def label(self) -> str:
+        return thread_label(self.title, self.graph, self.thread_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +98,8 @@ class ThreadListPage:
     """The graph filter ("" for all)."""
     status: str
     """The status filter ("" for all)."""
+    q: str
+    """The search words ("" for none)."""
     number: int
     num_pages: int
     total: int
@@ -101,8 +118,13 @@ class ThreadSummary:
     owner: str
     created_at: datetime
     updated_at: datetime
+    title: str = ""
     active_run: str = ""
     """Id of a pending or running run ("" when none): the page polls while set."""
+
+    @property
+    def label(self) -> str:
+        return thread_label(self.title, self.graph, self.thread_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +147,10 @@ class TimelineRow:
     failed: bool = False
     """A task of the step after this checkpoint failed."""
     selected: bool = False
+    branch: str = ""
+    """The branch that made this checkpoint ("main", "branch 1"; "" without branches)."""
+    inherited: bool = False
+    """Made by an earlier branch this one forked from (shown, told apart)."""
 
     @property
     def short_id(self) -> str:
@@ -137,6 +163,8 @@ class TimelineRow:
 
 @dataclass(frozen=True, slots=True)
 class Timeline:
+    """One branch's checkpoints, newest first, a page at a time."""
+
     thread_id: str
     rows: tuple[TimelineRow, ...]
     before: str
@@ -145,10 +173,31 @@ class Timeline:
     """Cursor of the next (older) page, "" when this is the last."""
     poll: bool = False
     """Re-fetch while a run is active (newest page only)."""
+    branches: tuple[BranchView, ...] = ()
+    """The thread's branches for the switcher (none when it has one line)."""
+    branch: str = ""
+    """Root checkpoint of the branch shown ("" without branches)."""
+    pinned: bool = False
+    """The branch was chosen (``?branch=``): refreshes keep it. Otherwise the
+    timeline follows the branch of the thread's newest checkpoint."""
 
     @property
     def selected(self) -> str:
         return next((r.checkpoint_id for r in self.rows if r.selected), "")
+
+    @property
+    def shown(self) -> BranchView | None:
+        return next((b for b in self.branches if b.root_id == self.branch), None)
+
+    @property
+    def link_query(self) -> str:
+        """``?before=...&branch=...`` for step links: they keep the page and branch."""
+        return _query(before=self.before, branch=self.branch)
+
+    @property
+    def refresh_query(self) -> str:
+        """``?branch=...`` when the branch was chosen: live refreshes keep it."""
+        return _query(branch=self.branch if self.pinned else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +213,10 @@ class DiffRow:
     label: str
     old: ValueText | None
     new: ValueText | None
+    crumbs: tuple[str, ...] = ()
+    """The path as a breadcrumb: ``("items", "[0]", "qty")``."""
+    json_path: str = ""
+    """The path as JSONPath from the state: ``$.items[0].qty``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,10 +325,17 @@ class StepPanel:
     follow: bool = False
     """Shown by default as the thread's newest step: when a run finishes, the page
     swaps in the new newest step (else it refreshes this one)."""
+    branch: str = ""
+    """The timeline's branch (its root checkpoint), kept in links ("" for none)."""
 
     @property
     def short_id(self) -> str:
         return short_id(self.checkpoint_id)
+
+    @property
+    def link_query(self) -> str:
+        """``?before=...&branch=...``: links to other steps keep the timeline's page."""
+        return _query(before=self.before, branch=self.branch)
 
     @property
     def interrupted(self) -> bool:
@@ -316,12 +376,14 @@ class ActivityView:
 
     thread_id: str
     events: tuple[dict[str, Any], ...]
-    """``studio.services.live.event_view`` dicts, oldest first."""
+    """``studio.services.live.event_view`` dicts, newest first (in run order)."""
     last_event_id: int
     """The socket asks for the events after this one (0: all)."""
     older: bool
     """The thread has older events than those shown."""
     nodes: tuple[NodeState, ...]
+    outcome: dict[str, Any] | None = None
+    """The newest ``run.status`` event (pinned at the top), None before any run."""
 
 
 # -- fork tree ------------------------------------------------------------------------
@@ -346,7 +408,9 @@ class BranchView:
     when: datetime | None = None
     children: tuple[BranchView, ...] = ()
     current: bool = False
-    """Holds the selected checkpoint."""
+    """Holds the selected checkpoint, or is the branch the timeline shows."""
+    parent_label: str = ""
+    """The branch it forked from ("" for the main line)."""
 
     @property
     def head_short(self) -> str:
@@ -481,6 +545,12 @@ class ForkFormView:
 # -- helpers ---------------------------------------------------------------------------
 
 
+def _query(**params: str) -> str:
+    """``?a=1&b=2`` of the non-empty ``params`` ("" when all are empty)."""
+    given = {key: value for key, value in params.items() if value}
+    return f"?{urlencode(given)}" if given else ""
+
+
 def present_changes(changes: Iterable[Change]) -> tuple[DiffRow, ...]:
     """Diff rows: appended items become one row whose ``new`` is the list of items."""
     return tuple(
@@ -490,6 +560,39 @@ def present_changes(changes: Iterable[Change]) -> tuple[DiffRow, ...]:
             label=OP_LABELS.get(change.op, change.op),
             old=None if change.old is MISSING else summarize(change.old),
             new=None if change.new is MISSING else summarize(change.new),
+            crumbs=tuple(_crumb(part) for part in change.parts or (change.path,)),
+            json_path=json_path(change.parts or (change.path,)),
         )
         for change in changes
     )
+
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def json_path(parts: Iterable[PathPart]) -> str:
+    """JSONPath of a value in the state: ``$.items[0].qty``, ``$['a.b']``,
+    ``$.messages[?(@.id=='m1')]``."""
+    text = "$"
+    for part in parts:
+        if isinstance(part, tuple):
+            text += f"[?(@.{part[0]}=={_quoted(part[1])})]"
+        elif isinstance(part, int):
+            text += f"[{part}]"
+        elif _NAME.match(part):
+            text += f".{part}"
+        else:
+            text += f"[{_quoted(part)}]"
+    return text
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _crumb(part: PathPart) -> str:
+    if isinstance(part, tuple):
+        return f"{part[0]}={part[1]}"
+    if isinstance(part, int):
+        return f"[{part}]"
+    return part

@@ -26,6 +26,7 @@ from studio.errors import GraphNotFound
 __all__ = (
     "GraphLoadError",
     "clear_cache",
+    "declared",
     "describe",
     "get_graph",
     "graph_names",
@@ -128,6 +129,25 @@ def describe(name: str) -> str:
         if doc and doc.strip():
             return doc.strip().splitlines()[0].strip().replace("``", "")
     return ""
+
+
+def declared(name: str, attr: str) -> Any:
+    """A module-level declaration next to the graph's factory (``GOVERNANCE``,
+    ``THREAD_TITLE``...), or None: unknown graph, module that cannot be imported,
+    or no such attribute."""
+    spec = graph_specs().get(name)
+    if spec is None:
+        return None
+    target = spec.rpartition(":")[0]
+    try:
+        module = (
+            import_file(target)
+            if target.endswith(".py")
+            else importlib.import_module(target)
+        )
+    except Exception:  # an unloadable entry cannot run either; its pages say why
+        return None
+    return getattr(module, attr, None)
 
 
 def clear_cache() -> None:

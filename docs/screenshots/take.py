@@ -7,14 +7,23 @@ the review, fork a step with an edited reason), and writes PNGs next to this fil
 at a 1280 px wide viewport:
 
     graphs.png          the graphs list
-    graph-purchase.png  the purchase graph page
+    graph-purchase.png  the purchase graph page: the start form generated from the
+                        input schema (required markers, descriptions, examples, the
+                        amount in CNY)
+    start-form-errors.png the start form sent empty: the errors next to the fields
     reviews-queue.png   the reviewer console's queue (demo): the two seeded purchases
     review-decision.png the decision page of PO-1002 (two approval levels)
-    thread-review.png   a purchase paused at human review: step panel with the
-                        budget_ok diff, the Activity panel, the marked drawing
+    thread-review.png   a purchase paused at human review, titled by its request:
+                        step panel with the budget_ok diff, the Activity panel
+                        (newest first, the run's outcome pinned), the marked drawing
+    value-dialog.png    a value opened whole as pretty JSON, with its JSONPath and
+                        a copy button
     fork-tree.png       the thread after a fork with an edited reason (written as
                         ``normalize``: the purchase graph is governed, its amount
-                        is protected and cannot be forked with another value)
+                        is protected and cannot be forked with another value): the
+                        timeline shows the new branch, main's earlier steps marked
+    threads.png         the threads list: titles from the graphs' inputs, search
+    thread-mobile.png   the thread page on a phone (390 px wide)
     waterfall.png       the step waterfall of the newest run (the branch's)
     compare.png         the two branches' review steps side by side
     purchases.png       requester's "My requests" after demo approved PO-1001
@@ -65,9 +74,15 @@ def row(page: Page, step: int, nth: int = 0) -> object:
     )
 
 
-def shoot(page: Page, out: Path, name: str, *, full_page: bool = False) -> None:
+def shoot(
+    page: Page, out: Path, name: str, *, full_page: bool = False, element: str = ""
+) -> None:
+    """Screenshot the page (or only ``element``, a CSS selector) to ``out/name``."""
     path = out / name
-    page.screenshot(path=str(path), full_page=full_page, animations="disabled")
+    if element:
+        page.locator(element).screenshot(path=str(path), animations="disabled")
+    else:
+        page.screenshot(path=str(path), full_page=full_page, animations="disabled")
     print(
         f"  {path.relative_to(REPO) if path.is_relative_to(REPO) else path}"
         f"  {path.stat().st_size // 1024} KiB"
@@ -125,7 +140,13 @@ def take(server: LiveServer, out: Path) -> None:
 
         page.goto(f"{server.url}/graphs/purchase/")
         page.set_viewport_size({"width": WIDTH, "height": 900})
-        shoot(page, out, "graph-purchase.png")
+        shoot(page, out, "graph-purchase.png", full_page=True)
+
+        # the form sent empty: what the schema requires, said next to each field
+        page.get_by_role("button", name="Start run", exact=True).click()
+        expect(page.locator("#input-request_id-errors")).to_be_visible()
+        shoot(page, out, "start-form-errors.png", element="#run-form")
+        page.goto(f"{server.url}/graphs/purchase/")
 
         page.get_by_label("category").fill("it")
         page.get_by_label("reason").fill("Laptops for the three new engineers")
@@ -134,12 +155,14 @@ def take(server: LiveServer, out: Path) -> None:
         )
         expect(page.locator("#run-status")).to_have_text("interrupted")
         expect(page.locator("#step-panel")).to_contain_text("Paused")
-        page.goto(thread_url)  # a fresh render: the activity list scrolled to its end
+        page.goto(thread_url)  # a fresh render: the newest events first
         expect(page.locator("#activity")).to_have_attribute("data-socket", "open")
-        page.locator("#run-events").evaluate(
-            "list => list.scrollTop = list.scrollHeight"
-        )
         shoot(page, out, "thread-review.png", full_page=True)
+
+        page.locator("#step-panel .diff [data-value-open]").first.click()
+        expect(page.locator("#value-dialog")).to_be_visible()
+        shoot(page, out, "value-dialog.png")
+        page.keyboard.press("Escape")
 
         # fork step 1 with an edited reason, written as normalize (the purchase graph
         # is governed: its amount is protected), and run the branch to the review
@@ -152,7 +175,12 @@ def take(server: LiveServer, out: Path) -> None:
         page.get_by_label("Then run from the new checkpoint").check()
         page.get_by_role("button", name="Create branch").click()
         expect(page.locator("#fork-tree")).to_contain_text("fork with edits by demo")
-        expect(page.locator(".timeline__row .badge--interrupted")).to_have_count(2)
+        expect(page.locator("#branch-pick option:checked")).to_contain_text("branch 1")
+        expect(
+            page.locator(
+                ".timeline__row:not(.timeline__row--inherited) .badge--interrupted"
+            )
+        ).to_have_count(1)
         page.goto(thread_url)
         expect(page.locator("#step-panel")).to_contain_text(FORKED_REASON)
         second_review = page.locator("#step-panel").get_attribute("data-checkpoint")
@@ -164,6 +192,10 @@ def take(server: LiveServer, out: Path) -> None:
 
         page.goto(f"{thread_url}compare/?a={first_review}&b={second_review}")
         shoot(page, out, "compare.png", full_page=True)
+
+        page.goto(f"{server.url}/threads/")
+        expect(page.locator(".thread-table__title").first).to_be_visible()
+        shoot(page, out, "threads.png")
         page.context.close()
 
         # the requester's list: PO-1001 approved and executed, PO-1002 waiting
@@ -189,6 +221,9 @@ def take(server: LiveServer, out: Path) -> None:
         sign_in(phone, server, second_url.removeprefix(server.url))
         expect(phone.get_by_role("button", name="Record decision")).to_be_visible()
         shoot(phone, out, "review-mobile.png", full_page=True)
+        phone.goto(thread_url)
+        expect(phone.locator("#activity")).to_have_attribute("data-socket", "open")
+        shoot(phone, out, "thread-mobile.png")
         phone.context.close()
 
         browser.close()

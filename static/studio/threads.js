@@ -16,7 +16,16 @@
  *   - the timeline is refreshed (at most once a second) as checkpoints are saved, and the
  *     timeline and step panel when a run finishes (their data-refresh-url);
  *   - the timeline's 2 s polling (data-fallback-poll) is cancelled while the socket is open:
- *     it only runs when the socket cannot connect.
+ *     it only runs when the socket cannot connect;
+ *   - the Activity list is newest first: each event arrives at its top, and a checkpoint
+ *     event that arrived late (saved in the background while the next step ran) moves
+ *     back to the end of its own step, as studio.services.live.in_run_order orders the
+ *     page; a reader scrolled down to older events keeps their place.
+ *
+ * Keyboard. On the timeline, j / k (anywhere but a form field) and ArrowDown / ArrowUp
+ * (on a step's link) select the next older / newer step, Home / End the newest / oldest
+ * of the page. A select marked data-autosubmit (the branch switcher) submits on change.
+ *
  * Reading the page needs none of this.
  */
 (function () {
@@ -162,20 +171,57 @@
 
   // -- messages ----------------------------------------------------------------------------
 
-  var stickToBottom = true;
+  var kept = { top: 0, height: 0 };
 
   function beforeMessage() {
     var list = document.getElementById("run-events");
-    stickToBottom = !list || list.scrollHeight - list.scrollTop - list.clientHeight < 24;
+    kept = list ? { top: list.scrollTop, height: list.scrollHeight } : { top: 0, height: 0 };
+  }
+
+  function stepOf(item, name) {
+    var value = parseInt(item.getAttribute(name), 10);
+    return isNaN(value) ? null : value;
+  }
+
+  /* A new event at the top of the list (newest first): say which step it belongs to (its
+     own, or that of the event before it in its run), and move a root checkpoint event
+     that arrived late below the events of its run that belong to later steps, as the
+     server orders the list (studio.services.live.in_run_order). */
+  function placeNewEvent(item) {
+    var run = item.getAttribute("data-run");
+    var kind = item.getAttribute("data-kind");
+    var step = stepOf(item, "data-step");
+    var older = item.nextElementSibling;
+    if (kind === "checkpoint" && step !== null) {
+      var after = item;
+      while (older && older.getAttribute("data-run") === run &&
+             older.getAttribute("data-kind") !== "run.status") {
+        var other = stepOf(older, "data-at-step");
+        if (other === null || other <= step) break;
+        after = older;
+        older = older.nextElementSibling;
+      }
+      if (after !== item) after.insertAdjacentElement("afterend", item);
+      item.setAttribute("data-at-step", String(step));
+      return;
+    }
+    if (kind === "run.status" || item.hasAttribute("data-at-step")) return;
+    var belongs = step;
+    if (belongs === null && older && older.getAttribute("data-run") === run &&
+        older.getAttribute("data-kind") !== "run.status") {
+      belongs = stepOf(older, "data-at-step");
+    }
+    if (belongs !== null) item.setAttribute("data-at-step", String(belongs));
   }
 
   function afterMessage() {
     var list = document.getElementById("run-events");
-    if (list) {
-      while (list.children.length > KEEP_EVENTS) list.removeChild(list.firstElementChild);
-      if (stickToBottom) list.scrollTop = list.scrollHeight;
-    }
     var item = document.getElementById("event-" + lastEventId());
+    if (list) {
+      if (item && item.parentNode === list) placeNewEvent(item);
+      while (list.children.length > KEEP_EVENTS) list.removeChild(list.lastElementChild);
+      if (kept.top > 0) list.scrollTop = kept.top + (list.scrollHeight - kept.height);
+    }
     var kind = item ? item.getAttribute("data-kind") : "";
     if (kind === "run.status") {
       // A run started or ended: the previous run's node states no longer apply.
@@ -194,6 +240,59 @@
     highlight();
   }
 
+  // -- keyboard ----------------------------------------------------------------------------
+
+  function typing(element) {
+    if (!element || !(element instanceof Element)) return false;
+    return !!element.closest("input, textarea, select, [contenteditable=''], [contenteditable='true'], dialog[open]");
+  }
+
+  function timelineLinks() {
+    return Array.prototype.slice.call(document.querySelectorAll("#timeline .timeline__row > .timeline__link"));
+  }
+
+  /* Select the step `offset` rows from the current one (+1: older), or the first/last. */
+  function selectStep(offset, edge) {
+    var links = timelineLinks();
+    if (!links.length) return false;
+    var at = links.indexOf(document.activeElement);
+    if (at < 0) {
+      links.forEach(function (link, i) {
+        if (link.parentNode.getAttribute("aria-current") === "step") at = i;
+      });
+    }
+    var to;
+    if (edge === "first") to = 0;
+    else if (edge === "last") to = links.length - 1;
+    else to = at < 0 ? 0 : Math.min(links.length - 1, Math.max(0, at + offset));
+    var link = links[to];
+    link.focus();
+    if (to !== at || link.parentNode.getAttribute("aria-current") !== "step") link.click();
+    return true;
+  }
+
+  function onKey(event) {
+    if (event.altKey || event.ctrlKey || event.metaKey) return;
+    var onLink = document.activeElement && document.activeElement.classList &&
+      document.activeElement.classList.contains("timeline__link");
+    var handled = false;
+    if ((event.key === "j" || event.key === "k") && !typing(event.target)) {
+      handled = selectStep(event.key === "j" ? 1 : -1);
+    } else if (onLink && (event.key === "ArrowDown" || event.key === "ArrowUp")) {
+      handled = selectStep(event.key === "ArrowDown" ? 1 : -1);
+    } else if (onLink && (event.key === "Home" || event.key === "End")) {
+      handled = selectStep(0, event.key === "Home" ? "first" : "last");
+    }
+    if (handled) event.preventDefault();
+  }
+
+  function autosubmit(event) {
+    var select = event.target;
+    if (select instanceof HTMLSelectElement && select.hasAttribute("data-autosubmit") && select.form) {
+      select.form.requestSubmit ? select.form.requestSubmit() : select.form.submit();
+    }
+  }
+
   function skipPollWhileLive(event) {
     var source = event.detail && event.detail.elt;
     if (source && source.hasAttribute("data-fallback-poll") && socketOpen()) {
@@ -201,7 +300,17 @@
     }
   }
 
+  /* With JavaScript the branch switcher submits on change: its button is not needed. */
+  function hideAutosubmitButtons() {
+    document.querySelectorAll("select[data-autosubmit]").forEach(function (select) {
+      var button = select.form && select.form.querySelector(".branch-switcher__go");
+      if (button) button.hidden = true;
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", highlight);
+  document.addEventListener("DOMContentLoaded", hideAutosubmitButtons);
+  document.addEventListener("htmx:afterSettle", hideAutosubmitButtons);
   document.addEventListener("htmx:afterSettle", highlight);
   document.addEventListener("htmx:wsConnecting", socketState("connecting"));
   document.addEventListener("htmx:wsOpen", socketState("open"));
@@ -209,4 +318,6 @@
   document.addEventListener("htmx:wsBeforeMessage", beforeMessage);
   document.addEventListener("htmx:wsAfterMessage", afterMessage);
   document.addEventListener("htmx:beforeRequest", skipPollWhileLive);
+  document.addEventListener("keydown", onKey);
+  document.addEventListener("change", autosubmit);
 })();

@@ -23,23 +23,26 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, Required, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from engine.config import get_config
 from engine.graph import END, START, StateGraph
 from engine.types import RetryPolicy, interrupt
+from studio.input_fields import MONEY_MINOR
 from studio.reviews.governance import Governance
 
 __all__ = (
     "DEFAULT_BUDGET_LIMIT_MINOR",
     "DEFAULT_SECOND_LEVEL_ABOVE_MINOR",
     "GOVERNANCE",
+    "THREAD_TITLE",
     "PurchaseItem",
     "PurchaseRequest",
     "ReviewDecision",
     "build",
+    "thread_title",
 )
 
 DEFAULT_BUDGET_LIMIT_MINOR = 10_000_000
@@ -116,13 +119,74 @@ class PurchaseState(TypedDict, total=False):
 
 
 class PurchaseInput(TypedDict, total=False):
-    request_id: str
-    approval_version: int
-    amount_minor: int
-    items: list[dict[str, Any]]
-    vendor: str
-    category: str
-    reason: str
+    """What a run takes. The ``Field`` metadata (descriptions, examples, limits, the
+    amount's currency) is what the studio's start-a-run form and the API's JSON
+    schema show; ``normalize`` still checks the whole request strictly."""
+
+    request_id: Required[
+        Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=128,
+                description="Names the request: its decisions and purchase are keyed by it.",
+                examples=["PO-1001"],
+            ),
+        ]
+    ]
+    approval_version: Required[
+        Annotated[
+            int,
+            Field(
+                ge=1,
+                description="1 for a new request; a changed request gets the next one.",
+                examples=[1],
+            ),
+        ]
+    ]
+    amount_minor: Required[
+        Annotated[
+            int,
+            Field(
+                gt=0,
+                description="The total to buy. Stored in fen (1 CNY = 100 fen).",
+                examples=[48050],
+                json_schema_extra={MONEY_MINOR: "CNY"},
+            ),
+        ]
+    ]
+    items: Annotated[
+        list[dict[str, Any]],
+        Field(
+            description="Line items, each {sku, qty, unit_price_minor in fen}; "
+            "they must add up to the amount.",
+            examples=[[{"sku": "LAPTOP-14", "qty": 2, "unit_price_minor": 24025}]],
+        ),
+    ]
+    vendor: Annotated[
+        str,
+        Field(
+            max_length=200,
+            description="Who sells it.",
+            examples=["Acme Office Supply"],
+        ),
+    ]
+    category: Annotated[
+        str,
+        Field(
+            max_length=64,
+            description="What kind of purchase; some categories are restricted.",
+            examples=["it"],
+        ),
+    ]
+    reason: Annotated[
+        str,
+        Field(
+            max_length=2000,
+            description="Why it is needed, for the reviewer.",
+            examples=["Laptops for the two new engineers"],
+        ),
+    ]
 
 
 class PurchaseOutput(TypedDict, total=False):
@@ -420,6 +484,21 @@ GOVERNANCE = Governance(
     levels_for=approval_levels,
 )
 """What only the reviewer console may do on this graph (``studio.reviews.governance``)."""
+
+
+def thread_title(request: Any) -> str:
+    """``PO-1001 · Acme Office Supply · 480.50 CNY``: how the studio lists a purchase."""
+    amount = request.get("amount_minor")
+    money = _yuan(amount) if isinstance(amount, int) else ""
+    return " · ".join(
+        part
+        for part in (str(request.get("request_id") or ""), request.get("vendor"), money)
+        if isinstance(part, str) and part.strip()
+    )
+
+
+THREAD_TITLE = thread_title
+"""How a purchase thread is titled (``studio.titles``)."""
 
 
 def _configured_limit() -> int:

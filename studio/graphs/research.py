@@ -15,7 +15,10 @@ from typing import Annotated, Any, TypedDict
 from engine.graph import END, START, StateGraph
 from engine.types import Send
 
-__all__ = ("build", "merge_evidence")
+__all__ = ("THREAD_TITLE", "build", "merge_evidence")
+
+THREAD_TITLE = "{question}"
+"""A research thread is titled by its question (``studio.titles``)."""
 
 CORPUS: dict[str, list[tuple[str, str]]] = {
     "pricing": [

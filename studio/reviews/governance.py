@@ -15,7 +15,6 @@ Pure rules plus one registry lookup: no engine calls, no ORM.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,17 +122,5 @@ class Governance:
 
 def governance_for(graph: str) -> Governance | None:
     """The graph's declaration, or None for an ungoverned graph (or an unknown name)."""
-    spec = registry.graph_specs().get(graph)
-    if spec is None:
-        return None
-    target = spec.rpartition(":")[0]
-    try:
-        module = (
-            registry.import_file(target)
-            if target.endswith(".py")
-            else importlib.import_module(target)
-        )
-    except Exception:  # an unloadable entry cannot run either; its pages say why
-        return None
-    declared = getattr(module, GOVERNANCE_ATTR, None)
-    return declared if isinstance(declared, Governance) else None
+    found = registry.declared(graph, GOVERNANCE_ATTR)
+    return found if isinstance(found, Governance) else None

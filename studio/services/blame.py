@@ -43,6 +43,7 @@ def blame(
     """The writes of ``key`` that led to its value at ``checkpoint_id``, newest first.
 
     Args:
+        key: the state key; "" asks which (the view has the keys and no entries).
         start: continue an earlier walk from this checkpoint (the ``more`` cursor).
 
     Raises:
@@ -50,9 +51,20 @@ def blame(
         NotFound: ``key`` is not a state key of the thread's graph.
     """
     history = ThreadHistory(visible_thread(user, thread_id))
-    if key not in history.state_keys:
+    if key and key not in history.state_keys:
         raise NotFound(f"The state has no key {key!r}.", key=key)
     target = history.saved(checkpoint_id)
+    if not key:
+        return BlameView(
+            thread_id=thread_id,
+            checkpoint_id=checkpoint_id,
+            step=int((target.metadata or {}).get("step", -1)),
+            key="",
+            keys=history.state_keys,
+            kind="",
+            current=summarize(MISSING),
+            entries=(),
+        )
     current = history.values(target).get(key, MISSING)
     entries: list[BlameEntry] = []
     scanned = 0

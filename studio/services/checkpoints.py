@@ -2,7 +2,8 @@
 
 :class:`ThreadHistory` wraps the compiled graph of a thread and its
 checkpointer. Reads are always bounded: a page of the saver's ``list()``
-(newest first, ``before`` cursor, ``limit``), one checkpoint by id, or one
+(newest first, ``before`` cursor, ``limit``), a page of one branch's line
+(``lineage``: parent links from a checkpoint), one checkpoint by id, or one
 snapshot. Nothing here loads a thread's whole history.
 
 Checkpoint ids come from URLs: an id that is not shaped like one, or not on the
@@ -149,6 +150,22 @@ class ThreadHistory:
         """Up to ``limit`` checkpoints older than ``before`` (newest first)."""
         cursor = self.config(self._checked(before)) if before else None
         return list(self.saver.list(self.config(), before=cursor, limit=limit))
+
+    def lineage(self, start: str, *, limit: int) -> list[CheckpointTuple]:
+        """``start`` and its ancestors, newest first, up to ``limit``: one branch's
+        line, whatever other branches the thread has. One read per checkpoint; a
+        parent that is gone (pruned) ends the line."""
+        line: list[CheckpointTuple] = []
+        wanted = start
+        while wanted and len(line) < limit:
+            found = self.saver.get_tuple(self.config(self._checked(wanted)))
+            if found is None or checkpoint_id_of(found.config) != wanted:
+                if not line:
+                    raise self._not_found(wanted)
+                break
+            line.append(found)
+            wanted = parent_id_of(found)
+        return line
 
     def saved(self, checkpoint_id: str) -> CheckpointTuple:
         """One checkpoint with its metadata and pending writes."""

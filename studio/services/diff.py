@@ -29,6 +29,7 @@ __all__ = (
     "Change",
     "Kind",
     "Op",
+    "PathPart",
     "ValueText",
     "diff_state",
     "diff_values",
@@ -73,6 +74,10 @@ MISSING: Any = _Missing()
 """Marks "no value" (a key absent on one side), distinct from ``None``."""
 
 
+PathPart = str | int | tuple[str, str]
+"""One step of a change's path: a dict key, a list index, or ``("id", message id)``."""
+
+
 @dataclass(frozen=True, slots=True)
 class Change:
     """One difference between two states."""
@@ -85,6 +90,8 @@ class Change:
     """The value before (MISSING for added/appended)."""
     new: Any = MISSING
     """The value after (MISSING for removed); for ``appended`` the list of new items."""
+    parts: tuple[PathPart, ...] = ()
+    """The same path, unambiguous (a key may contain dots): ``("items", 0, "qty")``."""
 
     @property
     def key(self) -> str:
@@ -105,6 +112,12 @@ class ValueText:
     @property
     def long(self) -> bool:
         return bool(self.full)
+
+    @property
+    def openable(self) -> bool:
+        """Worth opening whole (as pretty JSON, to read or copy): long, or an object
+        or a list with something in it."""
+        return self.long or (self.short[:1] in "{[" and self.short not in ("{}", "[]"))
 
 
 # -- plain values ------------------------------------------------------------------
@@ -189,6 +202,7 @@ def diff_state(
             before.get(key, MISSING),
             after.get(key, MISSING),
             kinds.get(key, "value"),
+            parts=(key,),
         ):
             if len(changes) >= max_changes:
                 return changes, True
@@ -197,29 +211,38 @@ def diff_state(
 
 
 def diff_values(
-    path: str, old: Any, new: Any, kind: Kind = "value"
+    path: str,
+    old: Any,
+    new: Any,
+    kind: Kind = "value",
+    *,
+    parts: tuple[PathPart, ...] | None = None,
 ) -> Iterator[Change]:
-    """Changes at ``path`` from ``old`` to ``new`` (plain values; MISSING = absent)."""
+    """Changes at ``path`` from ``old`` to ``new`` (plain values; MISSING = absent).
+
+    ``parts``: the path as parts (default: ``(path,)``, one key).
+    """
+    at = (path,) if parts is None else parts
     if old is MISSING and new is MISSING:
         return
     if kind == "messages" and _is_list(old, new):
-        yield from _diff_messages(path, old or [], new or [])
+        yield from _diff_messages(path, at, old or [], new or [])
         return
     if old is MISSING:
         if kind == "append" and isinstance(new, list):
             if new:
-                yield Change(path, "appended", new=new)
+                yield Change(path, "appended", new=new, parts=at)
             return
-        yield Change(path, "added", new=new)
+        yield Change(path, "added", new=new, parts=at)
         return
     if new is MISSING:
-        yield Change(path, "removed", old=old)
+        yield Change(path, "removed", old=old, parts=at)
         return
     if _extends(kind, old, new):
         if len(new) > len(old):
-            yield Change(path, "appended", new=new[len(old) :])
+            yield Change(path, "appended", new=new[len(old) :], parts=at)
         return
-    yield from _diff_nested(path, old, new, 0)
+    yield from _diff_nested(path, at, old, new, 0)
 
 
 def _extends(kind: Kind, old: Any, new: Any) -> bool:
@@ -236,48 +259,51 @@ def _is_list(old: Any, new: Any) -> bool:
     return all(v is MISSING or v is None or isinstance(v, list) for v in (old, new))
 
 
-def _diff_nested(path: str, old: Any, new: Any, depth: int) -> Iterator[Change]:
+def _diff_nested(
+    path: str, at: tuple[PathPart, ...], old: Any, new: Any, depth: int
+) -> Iterator[Change]:
     if old == new and type(old) is type(new):
         return
     if depth >= MAX_DEPTH:
-        yield Change(path, "changed", old=old, new=new)
+        yield Change(path, "changed", old=old, new=new, parts=at)
         return
     if isinstance(old, dict) and isinstance(new, dict):
         for key in list(new) + [k for k in old if k not in new]:
-            sub = f"{path}.{key}"
+            sub, sub_at = f"{path}.{key}", (*at, key)
             if key not in old:
-                yield Change(sub, "added", new=new[key])
+                yield Change(sub, "added", new=new[key], parts=sub_at)
             elif key not in new:
-                yield Change(sub, "removed", old=old[key])
+                yield Change(sub, "removed", old=old[key], parts=sub_at)
             else:
-                yield from _diff_nested(sub, old[key], new[key], depth + 1)
+                yield from _diff_nested(sub, sub_at, old[key], new[key], depth + 1)
         return
     if isinstance(old, list) and isinstance(new, list):
-        yield from _diff_list(path, old, new, depth)
+        yield from _diff_list(path, at, old, new, depth)
         return
-    yield Change(path, "changed", old=old, new=new)
+    yield Change(path, "changed", old=old, new=new, parts=at)
 
 
 def _diff_list(
-    path: str, old: list[Any], new: list[Any], depth: int
+    path: str, at: tuple[PathPart, ...], old: list[Any], new: list[Any], depth: int
 ) -> Iterator[Change]:
     common = min(len(old), len(new))
     if len(new) > len(old) and new[:common] == old:
-        yield Change(path, "appended", new=new[common:])
+        yield Change(path, "appended", new=new[common:], parts=at)
         return
     if (
         len(new) != len(old)
         and common
         and _similarity(old[:common], new[:common]) < 0.5
     ):
-        yield Change(path, "changed", old=old, new=new)  # reordered or rewritten
+        # reordered or rewritten
+        yield Change(path, "changed", old=old, new=new, parts=at)
         return
     for i in range(common):
-        yield from _diff_nested(f"{path}.{i}", old[i], new[i], depth + 1)
+        yield from _diff_nested(f"{path}.{i}", (*at, i), old[i], new[i], depth + 1)
     for i in range(common, len(new)):
-        yield Change(f"{path}.{i}", "added", new=new[i])
+        yield Change(f"{path}.{i}", "added", new=new[i], parts=(*at, i))
     for i in range(common, len(old)):
-        yield Change(f"{path}.{i}", "removed", old=old[i])
+        yield Change(f"{path}.{i}", "removed", old=old[i], parts=(*at, i))
 
 
 def _similarity(old: list[Any], new: list[Any]) -> float:
@@ -285,24 +311,33 @@ def _similarity(old: list[Any], new: list[Any]) -> float:
     return same / len(old)
 
 
-def _diff_messages(path: str, old: list[Any], new: list[Any]) -> Iterator[Change]:
+def _diff_messages(
+    path: str, at: tuple[PathPart, ...], old: list[Any], new: list[Any]
+) -> Iterator[Change]:
     old_ids = [message_id(m) for m in old]
     new_ids = [message_id(m) for m in new]
     if None in old_ids or None in new_ids:
         # messages without ids can only be compared by position
-        yield from _diff_list(path, old, new, 0)
+        yield from _diff_list(path, at, old, new, 0)
         return
     before = dict(zip(old_ids, old, strict=True))
     after = dict(zip(new_ids, new, strict=True))
     for mid, message in after.items():
-        sub = f"{path}[id={mid}]"
+        sub, sub_at = f"{path}[id={mid}]", (*at, ("id", str(mid)))
         if mid not in before:
-            yield Change(sub, "message_added", new=message)
+            yield Change(sub, "message_added", new=message, parts=sub_at)
         elif before[mid] != message:
-            yield Change(sub, "message_replaced", old=before[mid], new=message)
+            yield Change(
+                sub, "message_replaced", old=before[mid], new=message, parts=sub_at
+            )
     for mid, message in before.items():
         if mid not in after:
-            yield Change(f"{path}[id={mid}]", "message_removed", old=message)
+            yield Change(
+                f"{path}[id={mid}]",
+                "message_removed",
+                old=message,
+                parts=(*at, ("id", str(mid))),
+            )
 
 
 # -- text ---------------------------------------------------------------------------

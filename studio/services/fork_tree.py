@@ -16,12 +16,16 @@ branch under the branch holding its start. :func:`build` is pure.
 
 A thread whose runs never started from a chosen checkpoint and that has no
 fork edits has no branches: no event is read then.
+
+:func:`read` gives a :class:`ForkTree`: the tree to draw, and what the
+branch-aware timeline needs (which branch made a checkpoint, a branch's newest
+checkpoint, the branches for its switcher). :func:`grow` is pure.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -30,7 +34,16 @@ from django.db.models import Max, Min
 from studio.models import AuditEntry, Run, RunEvent, Thread
 from studio.presenters import BranchView
 
-__all__ = ("FORK_ACTION", "Segment", "build", "edit_values", "fork_tree")
+__all__ = (
+    "FORK_ACTION",
+    "ForkTree",
+    "Segment",
+    "build",
+    "edit_values",
+    "fork_tree",
+    "grow",
+    "read",
+)
 
 FORK_ACTION = "thread.fork"
 """``AuditEntry.action`` of a fork with edits (``detail``: from, checkpoint_id, step)."""
@@ -61,13 +74,64 @@ class _Branch:
     fork_id: str = ""
     segments: list[Segment] = field(default_factory=list)
     children: list[_Branch] = field(default_factory=list)
+    parent: _Branch | None = None
 
     def holds(self, checkpoint_id: str) -> bool:
         return any(s.holds(checkpoint_id) for s in self.segments)
 
 
-def build(segments: Iterable[Segment], selected: str = "") -> BranchView | None:
-    """The tree (main line at the root), or None when there is no branch."""
+@dataclass(frozen=True)
+class ForkTree:
+    """A thread's branches: to draw the tree, and to choose the timeline's branch.
+
+    A branch is named by its root, the first checkpoint it made (stable, while
+    its head moves on as runs continue it).
+    """
+
+    main: _Branch
+    branches: tuple[_Branch, ...]
+    labels: dict[int, str]
+
+    def view(self, current: str = "") -> BranchView:
+        """The tree; ``current`` is the root of the branch being viewed."""
+        return _view(self.main, self.labels, "", current)
+
+    def holder(self, checkpoint_id: str) -> str:
+        """The root of the branch that made ``checkpoint_id`` ("" when none did)."""
+        for branch in self.branches:
+            if checkpoint_id and branch.holds(checkpoint_id):
+                return branch.root.first_id
+        return ""
+
+    def label(self, root_id: str) -> str:
+        """The branch's label ("main", "branch 1"...), "" for an unknown root."""
+        for branch in self.branches:
+            if branch.root.first_id == root_id:
+                return self.labels[id(branch)]
+        return ""
+
+    def head(self, root_id: str) -> str:
+        """The newest checkpoint of the branch rooted at ``root_id`` ("" if unknown)."""
+        for branch in self.branches:
+            if branch.root.first_id == root_id:
+                return branch.segments[-1].last_id
+        return ""
+
+    def flat(self, current: str = "") -> tuple[BranchView, ...]:
+        """Every branch (children left out), main first, in the tree's order."""
+        found: list[BranchView] = []
+
+        def walk(view: BranchView) -> None:
+            found.append(replace(view, children=()))
+            for child in view.children:
+                walk(child)
+
+        walk(self.view(current))
+        return tuple(found)
+
+
+def grow(segments: Iterable[Segment]) -> ForkTree | None:
+    """The branches the segments make, or None when there is only the main line."""
     ordered = sorted(segments, key=lambda s: s.first_id)
     if not ordered:
         return None
@@ -82,7 +146,9 @@ def build(segments: Iterable[Segment], selected: str = "") -> BranchView | None:
             branch.segments.append(segment)
         else:
             parent = next((b for b in branches if b.holds(start)), main)
-            branch = _Branch(root=segment, fork_id=start, segments=[segment])
+            branch = _Branch(
+                root=segment, fork_id=start, segments=[segment], parent=parent
+            )
             parent.children.append(branch)
             branches.append(branch)
         owner[id(segment)] = branch
@@ -91,10 +157,21 @@ def build(segments: Iterable[Segment], selected: str = "") -> BranchView | None:
         return None
     labels = {id(b): f"branch {i}" for i, b in enumerate(branches) if i}
     labels[id(main)] = "main"
-    return _view(main, labels, selected)
+    return ForkTree(main=main, branches=tuple(branches), labels=labels)
 
 
-def _view(branch: _Branch, labels: dict[int, str], selected: str) -> BranchView:
+def build(segments: Iterable[Segment], selected: str = "") -> BranchView | None:
+    """The tree (main line at the root), or None when there is no branch.
+
+    ``selected``: the branch holding this checkpoint is marked ``current``.
+    """
+    tree = grow(segments)
+    return None if tree is None else _view(tree.main, tree.labels, selected, "")
+
+
+def _view(
+    branch: _Branch, labels: dict[int, str], selected: str, current: str
+) -> BranchView:
     root, last = branch.root, branch.segments[-1]
     fork_step: int | None = None
     if branch.fork_id and root.first_step is not None:
@@ -113,10 +190,12 @@ def _view(branch: _Branch, labels: dict[int, str], selected: str) -> BranchView:
         who=root.who,
         when=root.when,
         children=tuple(
-            _view(child, labels, selected)
+            _view(child, labels, selected, current)
             for child in sorted(branch.children, key=lambda b: b.root.first_id)
         ),
-        current=bool(selected) and branch.holds(selected),
+        current=(bool(selected) and branch.holds(selected))
+        or (bool(current) and root.first_id == current),
+        parent_label=labels[id(branch.parent)] if branch.parent is not None else "",
     )
 
 
@@ -143,6 +222,12 @@ def edit_values(thread_id: str, checkpoint_id: str) -> dict[str, Any] | None:
 
 def fork_tree(thread: Thread, selected: str = "") -> BranchView | None:
     """The thread's fork tree, or None when it has no branches (cheap in that case)."""
+    tree = read(thread)
+    return None if tree is None else _view(tree.main, tree.labels, selected, "")
+
+
+def read(thread: Thread) -> ForkTree | None:
+    """The thread's branches, or None when it has none (cheap in that case)."""
     runs = list(
         Run.objects.filter(thread=thread)
         .order_by("created_at")
@@ -155,7 +240,7 @@ def fork_tree(thread: Thread, selected: str = "") -> BranchView | None:
     )
     if not edits and not any(r["checkpoint_id"] for r in runs):
         return None
-    return build([*_run_segments(thread, runs), *_edit_segments(edits)], selected)
+    return grow([*_run_segments(thread, runs), *_edit_segments(edits)])
 
 
 def _run_segments(thread: Thread, runs: Sequence[dict[str, Any]]) -> list[Segment]:

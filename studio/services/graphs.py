@@ -110,6 +110,7 @@ class ThreadRow:
     """``running`` / ``interrupted`` / ``done`` / ``failed`` / ``new``."""
     created_at: datetime
     updated_at: datetime
+    title: str = ""
 
     @property
     def url(self) -> str:
@@ -219,6 +220,7 @@ def recent_threads(name: str, user: Any, *, limit: int = 10) -> list[ThreadRow]:
             status=thread.display_status,
             created_at=thread.created_at,
             updated_at=thread.updated_at,
+            title=thread.title,
         )
         for thread in threads
     ]

@@ -1,15 +1,25 @@
 """Run events as plain data for live views (WebSocket fragments, JSON clients, the page).
 
 The thread page seeds its Activity panel with :func:`activity` (the newest events,
-oldest first, and the id of the last one), then the thread's WebSocket sends what
-follows (``studio.consumers``), each event rendered by ``components/_run_event.html``
-from :func:`event_view`. ``stream`` events (chunks recorded for API clients' SSE)
-are not activity: neither lists them.
+newest first, the last run status to pin above them, and the id of the last
+event), then the thread's WebSocket sends what follows (``studio.consumers``),
+each event rendered by ``components/_run_event.html`` from :func:`event_view`.
+``stream`` events (chunks recorded for API clients' SSE) are not activity:
+neither lists them.
+
+**Run order.** The event log is in the order events reached the worker. With
+``durability="async"`` (the engine's default) a checkpoint is saved in the
+background while the next step already runs, so "checkpoint saved (step -1)"
+arrives after "normalize started (step 1)". The feed shows events in the order
+they happened in the run instead: :func:`in_run_order` moves each root
+checkpoint event back to the end of its own step (``static/studio/threads.js``
+does the same for events that arrive live). The log itself, and the ids the
+socket resumes from, are unchanged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from studio.models import Run, RunEvent
@@ -19,6 +29,7 @@ __all__ = (
     "ACTIVITY_LIMIT",
     "activity",
     "event_view",
+    "in_run_order",
     "run_display_status",
     "summarize",
 )
@@ -27,6 +38,7 @@ ACTIVITY_LIMIT = 50
 """Events the thread page shows when it loads (the socket appends the rest)."""
 
 _ACTIVE = frozenset({Run.Status.PENDING, Run.Status.RUNNING})
+_STEP_KINDS = frozenset({"task.start", "task.end", "step", "checkpoint"})
 
 
 def summarize(kind: str, payload: dict[str, Any]) -> str:
@@ -94,9 +106,11 @@ def event_view(row: RunEvent) -> dict[str, Any]:
             else "done"
         )
     status = payload.get("status") if row.kind == "run.status" else None
+    step = payload.get("step")
     return {
         "id": row.id,
         "kind": row.kind,
+        "css_kind": row.kind.replace(".", "-"),
         "run_id": row.run_id,
         "created_at": row.created_at.isoformat(),
         "payload": payload,
@@ -107,32 +121,85 @@ def event_view(row: RunEvent) -> dict[str, Any]:
         "status": status,
         "display_status": run_display_status(payload) if status else None,
         "finished": status is not None and status not in _ACTIVE,
+        "order_step": step
+        if row.kind in _STEP_KINDS
+        and isinstance(step, int)
+        and not isinstance(step, bool)
+        and not payload.get("ns")
+        else None,
     }
 
 
-def activity(thread_id: str, nodes: Iterable[str]) -> ActivityView:
-    """The thread's newest events (oldest first) and each node's state in the active run.
+def in_run_order(events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Events (oldest first, as stored) in the order they happened in their run.
 
-    One indexed query (``thread, id``) for at most :data:`ACTIVITY_LIMIT` + 1 rows,
-    however long the thread's history. Node states come from the events shown: they
-    are reset when a run starts or finishes, so a finished thread shows none.
+    Every event gets ``at_step``, the root step it belongs to: its own step for
+    task and step events, else the latest such step of its run before it
+    (progress, interrupts and subgraph events happen inside a step). A root
+    checkpoint event of step ``s`` that arrived late (an async save) then goes
+    back past the events of its run that belong to later steps; it stops at its
+    own step's events, at a run status change and at another run's events.
+    Everything else keeps its place.
+    """
+    ordered: list[dict[str, Any]] = []
+    current: dict[str, int | None] = {}
+    for event in events:
+        run = event["run_id"]
+        step = event.get("order_step")
+        if event["kind"] == "run.status":
+            current[run] = None
+        elif step is not None and event["kind"] != "checkpoint":
+            previous = current.get(run)
+            current[run] = step if previous is None else max(previous, step)
+        event = {**event, "at_step": step if step is not None else current.get(run)}
+        at = len(ordered)
+        if event["kind"] == "checkpoint" and step is not None:
+            while at > 0:
+                before = ordered[at - 1]
+                if before["run_id"] != run or before["kind"] == "run.status":
+                    break
+                other = before["at_step"]
+                if other is None or other <= step:
+                    break
+                at -= 1
+        ordered.insert(at, event)
+    return ordered
+
+
+def activity(thread_id: str, nodes: Iterable[str]) -> ActivityView:
+    """The thread's newest events (newest first, in run order), its last run status
+    (pinned above them) and each node's state in the active run.
+
+    Two indexed queries (``thread, id``): at most :data:`ACTIVITY_LIMIT` + 1 rows,
+    however long the thread's history, and the newest ``run.status`` row. Node
+    states come from the events shown: they are reset when a run starts or
+    finishes, so a finished thread shows none.
     """
     rows = list(
         RunEvent.objects.filter(thread_id=thread_id)
         .exclude(kind=RunEvent.STREAM)
         .order_by("-id")[: ACTIVITY_LIMIT + 1]
     )
-    events = tuple(event_view(row) for row in reversed(rows[:ACTIVITY_LIMIT]))
+    shown = rows[:ACTIVITY_LIMIT]
+    events = in_run_order([event_view(row) for row in reversed(shown)])
     states: dict[str, str] = {}
     for event in events:
         if event["kind"] == "run.status":
             states.clear()
         elif event["node_root"]:
             states[event["node"]] = event["node_state"]
+    outcome = next((row for row in shown if row.kind == "run.status"), None)
+    if outcome is None and len(rows) > ACTIVITY_LIMIT:
+        outcome = (
+            RunEvent.objects.filter(thread_id=thread_id, kind="run.status")
+            .order_by("-id")
+            .first()
+        )
     return ActivityView(
         thread_id=thread_id,
-        events=events,
-        last_event_id=events[-1]["id"] if events else 0,
+        events=tuple(reversed(events)),
+        last_event_id=shown[0].id if shown else 0,
         older=len(rows) > ACTIVITY_LIMIT,
         nodes=tuple(NodeState(node, states.get(node, "")) for node in nodes),
+        outcome=event_view(outcome) if outcome is not None else None,
     )

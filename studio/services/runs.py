@@ -28,6 +28,7 @@ from django.db import transaction
 from django.db.models import ProtectedError
 from django.utils import timezone
 
+from studio import titles
 from studio.errors import Conflict, InvalidInput, ThreadNotFound
 from studio.models import AuditEntry, ReviewRequest, Run, Thread
 from studio.reviews import audit
@@ -111,7 +112,7 @@ def start_run(
     ``checkpoint_id`` when one is given, else at the thread's head.
 
     A thread created without a graph (``POST /api/threads``) takes the graph of
-    its first run. API runs also pass ``assistant_id`` (then the thread's
+    its first run. A run with input (re)titles the thread (``studio.titles``). API runs also pass ``assistant_id`` (then the thread's
     metadata records ``graph_id`` and ``assistant_id``, as the Agent Server's
     does), the run's ``metadata``, its protocol ``kwargs`` and the
     ``stream_modes`` the worker records for SSE clients.
@@ -144,7 +145,10 @@ def start_run(
     with transaction.atomic():
         if thread_id is None:
             thread = Thread.objects.create(
-                graph=graph, owner=user, metadata=thread_metadata or {}
+                graph=graph,
+                owner=user,
+                metadata=thread_metadata or {},
+                title=titles.next_title(graph, input),
             )
         else:
             thread = Thread.objects.select_for_update().filter(pk=thread_id).first()
@@ -154,7 +158,7 @@ def start_run(
                     graph=graph,
                     owner=user,
                     metadata=thread_metadata or {},
-                )
+                )  # its title comes with the input, below
             if thread is None or not can_see(user, thread):
                 raise ThreadNotFound(
                     f"There is no thread {thread_id!r}.", thread_id=thread_id
@@ -175,6 +179,10 @@ def start_run(
             ):
                 thread.metadata = {**thread.metadata, **thread_metadata}
                 changes["metadata"] = thread.metadata
+            if input is not None:
+                title = titles.next_title(graph, input, thread.title)
+                if title != thread.title:
+                    changes["title"] = thread.title = title
             if changes:
                 Thread.objects.filter(pk=thread.pk).update(**changes)
         if request_id:

@@ -356,6 +356,7 @@ def copy(user: Any, thread_id: str) -> dict[str, Any]:
             owner=user,
             status=source.status,
             has_state=source.has_state,
+            title=source.title,
             metadata={**metadata, **_graph_keys(source.graph)},
         )
         if saver.get_tuple(config) is not None:

@@ -1,10 +1,12 @@
-"""Thread pages: the threads list, a thread's timeline and one step's panel.
+"""Thread pages: the threads list (titles, search), a thread's timeline and one step's panel.
 
 Every function takes the requesting user and checks access with
 ``runs.visible_thread`` (another user's thread is ThreadNotFound: 404, never
-403). Reads are bounded: the timeline reads one page of checkpoints
-(``limit``/``before`` on the saver's ``list``), and diffs are computed only
-for the step shown. Results are presenters (plain data), never engine objects.
+403). Reads are bounded: the timeline reads one page of one branch's line
+(``ThreadHistory.lineage``: parent links from the branch's newest checkpoint,
+or from ``before``), the branches come from the studio's own tables
+(``fork_tree.read``), and diffs are computed only for the step shown. Results
+are presenters (plain data), never engine objects.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from django.core.paginator import Paginator
-from django.db.models import Q
+from django.db.models import Q, QuerySet, TextField
+from django.db.models.functions import Cast
 from django.utils.safestring import SafeString
 
 from engine.constants import START
@@ -62,6 +65,10 @@ __all__ = (
 PAGE_SIZE = 20
 """Checkpoints per timeline page."""
 THREADS_PER_PAGE = 25
+SEARCH_LENGTH = 200
+"""Characters of ``q`` that are used."""
+SEARCH_WORDS = 8
+"""Words of ``q`` that are used (each must match)."""
 STATUSES = ("running", "interrupted", "done", "failed", "new")
 _STATUS_FILTERS = {
     "running": Q(status=Thread.Status.BUSY),
@@ -89,9 +96,15 @@ class ThreadPage:
 
 
 def list_threads(
-    user: Any, *, graph: str = "", status: str = "", page: Any = 1
+    user: Any, *, graph: str = "", status: str = "", q: str = "", page: Any = 1
 ) -> ThreadListPage:
     """The user's threads (all of them for superusers), newest activity first.
+
+    ``q`` searches: every word of it must appear, in any case, in the thread's
+    title, its id or its metadata (as JSON text: keys and values, such as a
+    purchase's ``request_id``). The words are matched inside the threads the
+    other filters leave (the user's own through the owner index, then graph and
+    status): there is no full-text index, so a search reads those rows.
 
     Raises:
         InvalidInput: ``status`` is not one of :data:`STATUSES`.
@@ -105,6 +118,9 @@ def list_threads(
         threads = threads.filter(graph=graph)
     if status:
         threads = threads.filter(_STATUS_FILTERS[status])
+    q = " ".join(q.split())[:SEARCH_LENGTH]
+    if q:
+        threads = _search(threads, q)
     threads = threads.select_related("owner").order_by("-updated_at", "thread_id")
     paginator = Paginator(threads, THREADS_PER_PAGE)
     current = paginator.get_page(page)
@@ -114,6 +130,7 @@ def list_threads(
         statuses=STATUSES,
         graph=graph,
         status=status,
+        q=q,
         number=current.number,
         num_pages=paginator.num_pages,
         total=paginator.count,
@@ -122,6 +139,18 @@ def list_threads(
         else None,
         next_page=current.next_page_number() if current.has_next() else None,
     )
+
+
+def _search(threads: QuerySet[Thread], q: str) -> QuerySet[Thread]:
+    """Threads whose title, id or metadata text contains every word of ``q``."""
+    threads = threads.annotate(metadata_text=Cast("metadata", TextField()))
+    for word in q.split()[:SEARCH_WORDS]:
+        threads = threads.filter(
+            Q(title__icontains=word)
+            | Q(thread_id__icontains=word)
+            | Q(metadata_text__icontains=word)
+        )
+    return threads
 
 
 def _row(thread: Thread) -> ThreadRow:
@@ -137,6 +166,7 @@ def _shown(thread: Thread) -> dict[str, Any]:
         "owner": thread.owner.get_username() if thread.owner else "",
         "created_at": thread.created_at,
         "updated_at": thread.updated_at,
+        "title": thread.title,
     }
 
 
@@ -144,10 +174,20 @@ def _shown(thread: Thread) -> dict[str, Any]:
 
 
 def thread_page(
-    user: Any, thread_id: str, *, checkpoint_id: str = "", before: str = ""
+    user: Any,
+    thread_id: str,
+    *,
+    checkpoint_id: str = "",
+    before: str = "",
+    branch: str = "",
 ) -> ThreadPage:
-    """The thread page: timeline, selected step (default: the page's newest), tree, SVG,
-    and the Activity panel its WebSocket continues.
+    """The thread page: one branch's timeline, the selected step (default: the
+    branch's newest), the fork tree, the SVG, and the Activity panel its WebSocket
+    continues.
+
+    The timeline shows one branch (:func:`timeline`): ``branch`` (a branch's root
+    checkpoint), else the branch that made ``checkpoint_id``, else the branch of
+    the thread's newest checkpoint.
 
     The events are read before the thread's status, and the status before the
     checkpoints: whatever happens after a read reaches the page over the socket
@@ -159,9 +199,12 @@ def thread_page(
     if checkpoint_id:
         history.saved(checkpoint_id)  # 404 before anything else
     activity = live.activity(thread.thread_id, history.nodes)
-    thread.refresh_from_db(fields=("status", "has_state", "updated_at"))
+    thread.refresh_from_db(fields=("status", "has_state", "updated_at", "title"))
     summary = _summary(thread)
-    line = _timeline(history, summary, before=before, selected=checkpoint_id)
+    tree = fork_tree.read(thread)
+    line = _timeline(
+        history, summary, tree, branch=branch, before=before, selected=checkpoint_id
+    )
     selected = checkpoint_id or (line.rows[0].checkpoint_id if line.rows else "")
     if selected and not checkpoint_id:
         line = _timeline_with(line, selected)
@@ -170,8 +213,9 @@ def thread_page(
             history,
             selected,
             before,
-            follow=not (checkpoint_id or before),
+            follow=not (checkpoint_id or before or line.pinned),
             read_only=not can_change(user, thread),
+            branch=line.branch if line.branches else "",
         )
         if selected
         else None
@@ -181,7 +225,7 @@ def thread_page(
         thread=summary,
         timeline=line,
         panel=panel,
-        tree=fork_tree.fork_tree(thread, selected),
+        tree=tree.view(line.branch) if tree is not None else None,
         svg=svg,
         activity=activity,
         svg_problem=problem,
@@ -189,25 +233,39 @@ def thread_page(
 
 
 def timeline(
-    user: Any, thread_id: str, *, before: str = "", selected: str = ""
+    user: Any, thread_id: str, *, before: str = "", selected: str = "", branch: str = ""
 ) -> Timeline:
-    """One page of the thread's checkpoints (newest first, older than ``before``)."""
+    """One page of one branch's checkpoints (newest first, older than ``before``).
+
+    The branch is ``branch`` (its root checkpoint), else the one that made
+    ``selected``, else the branch of the thread's newest checkpoint: after a
+    replay, the replay's branch, without the main line's later steps.
+    """
     thread = visible_thread(user, thread_id)
     return _timeline(
-        ThreadHistory(thread), _summary(thread), before=before, selected=selected
+        ThreadHistory(thread),
+        _summary(thread),
+        fork_tree.read(thread),
+        branch=branch,
+        before=before,
+        selected=selected,
     )
 
 
 def step_panel(
-    user: Any, thread_id: str, checkpoint_id: str, *, before: str = ""
+    user: Any, thread_id: str, checkpoint_id: str, *, before: str = "", branch: str = ""
 ) -> StepPanel:
-    """One checkpoint: the writes that made it, its diff, the next step's tasks."""
+    """One checkpoint: the writes that made it, its diff, the next step's tasks.
+
+    ``branch``: the timeline's branch, kept in the panel's links.
+    """
     thread = visible_thread(user, thread_id)
     return _panel(
         ThreadHistory(thread),
         checkpoint_id,
         before,
         read_only=not can_change(user, thread),
+        branch=branch,
     )
 
 
@@ -241,14 +299,27 @@ def _summary(thread: Thread) -> ThreadSummary:
 
 
 def _timeline(
-    history: ThreadHistory, summary: ThreadSummary, *, before: str, selected: str
+    history: ThreadHistory,
+    summary: ThreadSummary,
+    tree: fork_tree.ForkTree | None,
+    *,
+    branch: str,
+    before: str,
+    selected: str,
 ) -> Timeline:
-    saved = history.page(before=before, limit=PAGE_SIZE + 1)
+    root, tip, pinned = _branch_shown(history, tree, branch, selected)
+    if before:
+        start = parent_id_of(history.saved(before))
+        saved = history.lineage(start, limit=PAGE_SIZE + 1) if start else []
+    else:
+        saved = history.lineage(tip, limit=PAGE_SIZE + 1) if tip else []
     shown = saved[:PAGE_SIZE]
+    label = tree.label(root) if tree is not None else ""
     rows = []
     for item in shown:
         interrupted, resumed, failed = pending_flags(item)
         checkpoint_id = str(item.config["configurable"]["checkpoint_id"])
+        made_by = tree.label(tree.holder(checkpoint_id)) if tree is not None else ""
         rows.append(
             TimelineRow(
                 checkpoint_id=checkpoint_id,
@@ -262,6 +333,8 @@ def _timeline(
                 resumed=resumed,
                 failed=failed,
                 selected=checkpoint_id == selected,
+                branch=made_by,
+                inherited=bool(label and made_by and made_by != label),
             )
         )
     older = rows[-1].checkpoint_id if len(saved) > PAGE_SIZE else ""
@@ -271,7 +344,36 @@ def _timeline(
         before=before,
         older=older,
         poll=bool(summary.active_run) and not before,
+        branches=tree.flat(root) if tree is not None else (),
+        branch=root,
+        pinned=pinned,
     )
+
+
+def _branch_shown(
+    history: ThreadHistory,
+    tree: fork_tree.ForkTree | None,
+    branch: str,
+    selected: str,
+) -> tuple[str, str, bool]:
+    """(root, tip, pinned): the branch the timeline shows and where its line starts.
+
+    ``branch`` when it names one (pinned); else the branch that made ``selected``;
+    else the branch of the thread's newest checkpoint. Without branches, or for a
+    checkpoint no branch recorded (an API ``update_state``), the line starts at
+    the selected checkpoint or the newest one.
+    """
+    head = history.head()
+    newest = checkpoint_id_of(head.config) if head is not None else ""
+    if tree is None:
+        return "", newest, False
+    if branch and tree.head(branch):
+        return branch, tree.head(branch), True
+    anchor = selected or newest
+    root = tree.holder(anchor)
+    if not root:
+        return "", anchor, False
+    return root, tree.head(root), False
 
 
 def _nodes(saved: Any) -> tuple[str, ...]:
@@ -297,6 +399,7 @@ def _panel(
     *,
     follow: bool = False,
     read_only: bool = False,
+    branch: str = "",
 ) -> StepPanel:
     snapshot = history.snapshot(checkpoint_id)
     parent_id = parent_id_of(snapshot)
@@ -334,6 +437,7 @@ def _panel(
         before=before,
         follow=follow,
         read_only=read_only,
+        branch=branch,
     )
 
 

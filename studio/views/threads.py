@@ -36,6 +36,7 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
         request.user,
         graph=request.GET.get("graph", ""),
         status=request.GET.get("status", ""),
+        q=request.GET.get("q", ""),
         page=request.GET.get("page", 1),
     )
     template = (
@@ -54,15 +55,17 @@ def thread_detail(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
         return render(
             request, f"{DETAIL}#step-panel", {"panel": panel, "thread_id": thread_id}
         )
+    branch = request.GET.get("branch", "")
     if _partial(request):
         line = threads.timeline(
             request.user,
             thread_id,
             before=before,
             selected=request.GET.get("selected", ""),
+            branch=branch,
         )
         return render(request, f"{DETAIL}#timeline", {"timeline": line})
-    page = threads.thread_page(request.user, thread_id, before=before)
+    page = threads.thread_page(request.user, thread_id, before=before, branch=branch)
     return render(request, DETAIL, {"page": page})
 
 
@@ -72,13 +75,18 @@ def checkpoint_detail(
     request: HtmxHttpRequest, thread_id: str, checkpoint_id: str
 ) -> HttpResponse:
     before = request.GET.get("before", "")
+    branch = request.GET.get("branch", "")
     if _partial(request):
         panel = threads.step_panel(
-            request.user, thread_id, checkpoint_id, before=before
+            request.user, thread_id, checkpoint_id, before=before, branch=branch
         )
         return render(request, f"{DETAIL}#step-panel", {"panel": panel})
     page = threads.thread_page(
-        request.user, thread_id, checkpoint_id=checkpoint_id, before=before
+        request.user,
+        thread_id,
+        checkpoint_id=checkpoint_id,
+        before=before,
+        branch=branch,
     )
     return render(request, DETAIL, {"page": page})
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
@@ -45,10 +46,13 @@ def sign_in(
 def start_purchase(
     page: Page, request_id: str, *, amount_minor: int = 4_200_000, vendor: str = "Acme"
 ) -> str:
-    """From the purchase graph page (open, signed in): start a run; its thread's URL."""
+    """From the purchase graph page (open, signed in): start a run; its thread's URL.
+
+    The form takes the amount in CNY (the schema's ``amount_minor`` is in fen).
+    """
     page.get_by_label("request_id").fill(request_id)
     page.get_by_label("approval_version").fill("1")
-    page.get_by_label("amount_minor").fill(str(amount_minor))
+    page.get_by_label("amount_minor").fill(f"{Decimal(amount_minor) / 100:.2f}")
     page.get_by_label("vendor").fill(vendor)
     page.get_by_role("button", name="Start run", exact=True).click()
     expect(page).to_have_url(THREAD_URL)

@@ -39,7 +39,7 @@ def test_invalid_input_shows_errors_in_place_then_a_valid_run_opens_its_thread(
 
     page.get_by_label("request_id").fill("R-42")
     page.get_by_label("approval_version").fill("1")
-    page.get_by_label("amount_minor").fill("120000")
+    page.get_by_label("amount_minor").fill("1200.00")  # CNY
     page.get_by_label("items").fill('[{"sku": 1')
     page.get_by_role("button", name="Start run", exact=True).click()
 

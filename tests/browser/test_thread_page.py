@@ -26,7 +26,7 @@ def start_purchase(
     sign_in(page, server, "/graphs/purchase/")
     page.get_by_label("request_id").fill(request_id)
     page.get_by_label("approval_version").fill("1")
-    page.get_by_label("amount_minor").fill("4200000")
+    page.get_by_label("amount_minor").fill("42000")  # CNY
     page.get_by_label("vendor").fill(vendor)
     page.get_by_role("button", name="Start run", exact=True).click()
     expect(page).to_have_url(re.compile(rf"{server.url}/threads/[0-9a-f-]{{36}}/"))
@@ -80,10 +80,14 @@ def test_purchase_reaches_review_then_a_fork_with_an_edited_reason_branches(
 
     expect(page.locator("#flash")).to_contain_text("Created a branch at step 2")
     expect(page.locator("#fork-tree")).to_contain_text("fork with edits by demo")
-    # the branch's run reaches the review again, with the new reason
-    expect(page.locator(".timeline__row .badge--interrupted")).to_have_count(
-        2, timeout=WAIT
-    )
+    # the timeline shows the new branch alone, and its run reaches the review again
+    expect(page.locator("#branch-pick option:checked")).to_contain_text("branch 1")
+    expect(page.locator(".timeline__row--inherited")).to_have_count(3)  # main's -1..1
+    expect(
+        page.locator(
+            ".timeline__row:not(.timeline__row--inherited) .badge--interrupted"
+        )
+    ).to_have_count(1, timeout=WAIT)
     page.goto(thread_url)  # the newest step: the branch's review
     expect(page.locator("#step-panel")).to_contain_text("Urgent: the old desks broke")
     assert [e for e in console_errors if "422" not in e] == []

@@ -364,3 +364,17 @@ def test_summarize_multiline_strings_keep_their_lines_in_full() -> None:
 
 def test_summarize_keeps_markup_as_text_for_the_template_to_escape() -> None:
     assert summarize("<script>alert(1)</script>").short == '"<script>alert(1)</script>"'
+
+
+def test_changes_carry_their_path_as_unambiguous_parts() -> None:
+    """The breadcrumb and JSONPath of a diff row: a key may contain dots."""
+    changes, _ = diff_state(
+        {"a.b": {"x": [1, 2]}, "messages": [{"id": "m1", "content": "hi"}]},
+        {"a.b": {"x": [1, 3]}, "messages": [{"id": "m1", "content": "yo"}]},
+        {"messages": "messages"},
+    )
+
+    assert [(c.path, c.parts) for c in changes] == [
+        ("a.b.x.1", ("a.b", "x", 1)),
+        ("messages[id=m1]", ("messages", ("id", "m1"))),
+    ]

@@ -168,7 +168,7 @@ def test_graph_page_lists_only_the_users_threads_newest_first(
 
     html = signed_in.get("/graphs/purchase/").content.decode()
 
-    links = re.findall(r'<a href="/threads/([^/]+)/">', html)
+    links = re.findall(r'<a href="/threads/([^/]+)/"', html)
     assert links == [newer.thread_id, older.thread_id]
     assert hidden.thread_id not in html
     assert elsewhere.thread_id not in html

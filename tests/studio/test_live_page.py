@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -74,7 +75,8 @@ def test_activity_panel_lists_the_newest_events_and_resumes_the_socket_after_the
     html = html_of(signed_in.get(f"/threads/{purchase_thread}/"))
 
     shown = [int(i) for i in re.findall(r'<li id="event-(\d+)"', html)]
-    assert shown == ids  # oldest first, newest last
+    assert sorted(shown) == ids
+    assert shown[0] == ids[-1]  # newest first: the run's last status on top
     assert (
         f'hx-ext="ws" ws-connect="/ws/threads/{purchase_thread}/?after={ids[-1]}"'
         in html
@@ -89,7 +91,8 @@ def test_page_has_every_target_of_the_socket_fragments(
 ) -> None:
     html = html_of(signed_in.get(f"/threads/{purchase_thread}/"))
 
-    assert '<ol id="run-events" class="run-events">' in html
+    assert '<ol id="run-events" class="run-events"' in html
+    assert '<p id="run-outcome" class="run-outcome run-outcome--interrupted"' in html
     assert (
         '<span id="run-status" class="badge badge--interrupted" '
         'data-status="interrupted">interrupted</span>' in html
@@ -118,7 +121,7 @@ def test_activity_shows_only_the_newest_events_of_a_long_log(
     html = html_of(signed_in.get(f"/threads/{thread.thread_id}/"))
 
     shown = [int(i) for i in re.findall(r'<li id="event-(\d+)"', html)]
-    assert shown == ids[-live.ACTIVITY_LIMIT :]
+    assert shown == ids[-live.ACTIVITY_LIMIT :][::-1]  # newest first
     assert "Older events are not shown" in html
     assert f"?after={ids[-1]}" in html
 
@@ -261,7 +264,7 @@ def test_task_fragment_appends_the_event_and_sets_the_nodes_state(
 
     html = fragment(row)
 
-    assert html.count('hx-swap-oob="beforeend:#run-events"') == 1
+    assert html.count('hx-swap-oob="afterbegin:#run-events"') == 1  # newest first
     assert f'<li id="event-{row.id}" ' in html and 'data-kind="task.end"' in html
     assert (
         '<span id="node-state-human_review" class="node-state '
@@ -367,3 +370,155 @@ def _thread_run_cookie(user: User) -> tuple[Thread, Run, bytes]:
     client = Client()
     client.force_login(user)
     return thread, run, f"sessionid={client.cookies['sessionid'].value}".encode()
+
+
+# -- run order, the pinned outcome, the classes the stylesheet styles (issue 14) ---------
+
+
+def view(id: int, kind: str, run: str = "r1", **payload: Any) -> dict[str, Any]:
+    """An ``event_view``-shaped dict, enough for ``in_run_order``."""
+    step = payload.get("step")
+    return {
+        "id": id,
+        "kind": kind,
+        "run_id": run,
+        "order_step": step
+        if kind in ("task.start", "task.end", "step", "checkpoint")
+        and not payload.get("ns")
+        else None,
+    }
+
+
+def test_in_run_order_puts_late_checkpoints_back_in_their_step() -> None:
+    """What an async save looks like in the log: each checkpoint arrives after the
+    next step started (the order the worker saw with the SQLite saver)."""
+    log = [
+        view(1, "run.status"),
+        view(2, "step", step=0),
+        view(3, "task.start", step=1),
+        view(4, "custom"),
+        view(5, "task.end", step=1),
+        view(6, "checkpoint", step=-1),
+        view(7, "step", step=1),
+        view(8, "checkpoint", step=0),
+        view(9, "task.start", step=2),
+        view(10, "task.start", step=2, ns=["sub"]),
+        view(11, "checkpoint", step=1),
+        view(12, "checkpoint", step=0, ns=["sub"]),  # a subgraph's: left alone
+        view(13, "interrupt"),
+        view(14, "checkpoint", step=2),
+        view(15, "run.status"),
+        view(16, "checkpoint", step=3, run="r2"),  # another run: never mixed in
+    ]
+
+    ordered = [e["id"] for e in live.in_run_order(log)]
+
+    assert ordered == [1, 6, 2, 8, 3, 4, 5, 7, 11, 9, 10, 12, 13, 14, 15, 16]
+
+
+def test_the_activity_of_a_real_run_reads_in_run_order_newest_first(
+    signed_in: Client, purchase_thread: str
+) -> None:
+    """Issue 14: "checkpoint saved (step -1)" showed after "normalize started
+    (step 1)": the saver stores checkpoints in the background (async durability)."""
+    html = html_of(signed_in.get(f"/threads/{purchase_thread}/"))
+    lines = re.findall(r'<span class="run-event__text">([^<]+)</span>', html)[::-1]
+
+    assert lines[0] == "run running" and lines[-1] == "run paused: waiting for input"
+    saved = {int(m): i for i, line in enumerate(lines) if (m := _saved_step(line))}
+    started = {
+        i: int(m.group(1))
+        for i, line in enumerate(lines)
+        if (m := re.search(r"started \(step (\d+)\)", line))
+    }
+    for checkpoint_step, at in saved.items():
+        later = [i for i, step in started.items() if step > checkpoint_step]
+        assert all(at < i for i in later), (checkpoint_step, lines)
+    assert lines.index("checkpoint saved (step -1)") < lines.index(
+        "normalize started (step 1)"
+    )
+
+
+def _saved_step(line: str) -> str | None:
+    found = re.fullmatch(r"checkpoint saved \(step (-?\d+)\)", line)
+    return found.group(1) if found else None
+
+
+def test_the_last_run_status_is_pinned_above_the_list(
+    signed_in: Client, purchase_thread: str
+) -> None:
+    html = html_of(signed_in.get(f"/threads/{purchase_thread}/"))
+
+    pinned = html.index('<p id="run-outcome"')
+    assert pinned < html.index('<ol id="run-events"')
+    assert re.search(
+        r'<p id="run-outcome" class="run-outcome run-outcome--interrupted" '
+        r'data-run="[^"]+"><span class="badge badge--interrupted">interrupted</span> '
+        r'<span class="run-outcome__text">run paused: waiting for input</span>',
+        html,
+    )
+
+
+def test_the_pinned_status_follows_a_long_log_and_each_status_event(
+    signed_in: Client, ada: User
+) -> None:
+    thread = Thread.objects.create(graph="purchase", owner=ada)
+    run = Run.objects.create(thread=thread, graph="purchase")
+    run_events.append(run, "run.status", {"status": "error", "error": {"error": "E"}})
+    RunEvent.objects.bulk_create(
+        RunEvent(run=run, thread=thread, kind="custom", payload={"payload": i})
+        for i in range(live.ACTIVITY_LIMIT + 1)
+    )
+
+    html = html_of(signed_in.get(f"/threads/{thread.thread_id}/"))
+    assert 'class="run-outcome run-outcome--failed"' in html  # read beyond the 50
+
+    row = run_events.append(run, "run.status", {"status": "running"})
+    fragment_html = fragment(row)
+    assert (
+        '<p id="run-outcome" class="run-outcome run-outcome--running"' in fragment_html
+    )
+    empty = Thread.objects.create(graph="purchase", owner=ada)
+    assert '<p id="run-outcome" class="run-outcome" data-run="" hidden>' in html_of(
+        signed_in.get(f"/threads/{empty.thread_id}/")
+    )
+
+
+def test_event_classes_are_the_ones_the_stylesheet_styles(ada: User) -> None:
+    """Issue 14: the template emitted run-event--runstatus, the CSS styled
+    .run-event--run-status: run status lines were never bold."""
+    css = (Path(__file__).parents[2] / "static/studio/app.css").read_text()
+    styled = set(re.findall(r"\.run-event--([a-z0-9-]+)", css))
+    thread = Thread.objects.create(graph="purchase", owner=ada)
+    run = Run.objects.create(thread=thread, graph="purchase")
+    samples = [
+        ("run.status", {"status": "running"}),
+        ("run.status", {"status": "success", "interrupted": True}),
+        ("run.status", {"status": "error", "error": {"error": "E", "message": "m"}}),
+        ("task.start", {"node": "n", "step": 1, "ns": []}),
+        ("task.end", {"node": "n", "step": 1, "ns": [], "error": "boom"}),
+        ("task.end", {"node": "n", "step": 1, "ns": [], "interrupts": [{"id": "i"}]}),
+        ("step", {"step": 1, "ns": []}),
+        ("checkpoint", {"step": 1, "ns": []}),
+        ("interrupt", {"ns": [], "interrupts": []}),
+        ("custom", {"ns": [], "payload": 1}),
+    ]
+    emitted: dict[str, set[str]] = {}
+    for kind, payload in samples:
+        row = RunEvent.objects.create(
+            run=run, thread=thread, kind=kind, payload=payload
+        )
+        item = render_to_string(
+            "components/_run_event_item.html", {"event": live.event_view(row)}
+        )
+        classes = re.search(r'class="([^"]+)"', item).group(1).split()  # type: ignore[union-attr]
+        emitted.setdefault(kind, set()).update(
+            c.removeprefix("run-event--")
+            for c in classes
+            if c.startswith("run-event--")
+        )
+
+    assert "run-status" in emitted["run.status"]
+    assert styled <= set().union(*emitted.values()), styled - set().union(
+        *emitted.values()
+    )

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, TypedDict
+from typing import Annotated, Any, Required, TypedDict
 
 from django.contrib.auth.models import User
 from django.test import Client
+from pydantic import BaseModel, ConfigDict, Field
 
 from engine.graph import MessagesState
 from studio.forms import RunInputForm, StrictForm
-from studio.input_fields import InputField, input_fields
+from studio.graphs.purchase import PurchaseInput
+from studio.input_fields import (
+    MINOR_DIGITS,
+    MONEY_MINOR,
+    UNIT,
+    InputField,
+    input_fields,
+)
 from studio.models import Run, Thread
 from tests._support.studio import serve_graphs
 from tests.studio import ui_graphs_for_tests as ui
@@ -198,7 +206,19 @@ def test_bind_raw_json_must_be_an_object_with_known_keys() -> None:
         "Unknown key 'nope'; the input schema has: title, level, urgent, note, "
         "flagged, limit, extra.",
     )
-    assert form.bind({"input": '{"title": "t"}'}).input == {"title": "t"}
+    assert form.bind({"input": '{"title": "t"}'}).raw_errors == (
+        "level: Field required",
+        "urgent: Field required",
+    )
+    assert form.bind(
+        {"input": '{"title": 5, "level": 1, "urgent": true}'}
+    ).raw_errors == ("title: Input should be a valid string",)
+    whole = '{"title": "t", "level": 1, "urgent": false}'
+    assert form.bind({"input": whole}).input == {
+        "title": "t",
+        "level": 1,
+        "urgent": False,
+    }
 
 
 def test_bind_message_becomes_a_user_message() -> None:
@@ -216,7 +236,7 @@ _graphs = serve_graphs(GRAPHS)
 PURCHASE = {
     "input.request_id": "R-1",
     "input.approval_version": "1",
-    "input.amount_minor": "120000",
+    "input.amount_minor": "1200.00",  # CNY: the schema says fen, the form takes yuan
     "input.vendor": "Acme",
 }
 
@@ -233,9 +253,11 @@ def test_graph_page_renders_the_generated_form(signed_in: Client) -> None:
         in html
     )
     assert (
-        '<input type="number" id="input-amount_minor" name="input.amount_minor" value="" step="1">'
-        in html
+        '<input type="text" inputmode="decimal" id="input-amount_minor" '
+        'name="input.amount_minor" value="" autocomplete="off" placeholder="480.50" '
+        'required aria-describedby="input-amount_minor-hint">' in html
     )
+    assert '<span class="money-input__currency" aria-hidden="true">CNY</span>' in html
     assert '<textarea id="input-items" name="input.items"' in html
     assert '<textarea id="run-input-json" name="input"' in html
     assert html.count('name="csrfmiddlewaretoken"') >= 2
@@ -310,13 +332,15 @@ def test_invalid_post_is_422_with_the_page_and_errors_and_queues_nothing(
     assert '<figure id="graph-svg"' in html
     assert 'value="abc"' in html
     assert re.search(
-        r'id="input-amount_minor" name="input.amount_minor" value="abc" step="1" '
-        r'aria-invalid="true" aria-describedby="input-amount_minor-errors">',
+        r'id="input-amount_minor" name="input.amount_minor" value="abc" '
+        r'autocomplete="off" placeholder="480.50" required '
+        r'aria-describedby="input-amount_minor-hint input-amount_minor-errors" '
+        r'aria-invalid="true">',
         html,
     )
     assert (
-        '<div class="field__errors" id="input-amount_minor-errors"><p>Input should be a '
-        "valid integer, unable to parse string as an integer</p></div>"
+        '<div class="field__errors" id="input-amount_minor-errors"><p>Enter an amount '
+        "in CNY, like 480.50.</p></div>"
     ) in html
     assert Run.objects.count() == 0
     assert Thread.objects.count() == 0
@@ -417,3 +441,140 @@ def test_a_type_pydantic_cannot_check_is_any_json() -> None:
         "thing": {"any": ["json"]}
     }
     assert form.bind({"input.thing": "nope"}).input is None
+
+
+# -- what the schema says about its fields (issue 14) -------------------------------
+
+
+class Described(TypedDict, total=False):
+    """Field metadata read from ``Annotated[..., Field(...)]`` in a TypedDict."""
+
+    city: Required[Annotated[str, Field(description="Where to go.", examples=["Oslo"])]]
+    price_minor: Annotated[
+        int,
+        Field(ge=0, examples=[1999], json_schema_extra={MONEY_MINOR: "EUR"}),
+    ]
+    yen_minor: Annotated[
+        int, Field(json_schema_extra={MONEY_MINOR: "JPY", MINOR_DIGITS: 0})
+    ]
+    wait: Annotated[float, Field(json_schema_extra={UNIT: "seconds"})]
+
+
+class Defaulted(BaseModel):
+    model_config = ConfigDict(strict=True)
+
+    budget_minor: int = Field(
+        default=250_00, description="Per night.", json_schema_extra={MONEY_MINOR: "CNY"}
+    )
+
+
+def test_field_metadata_gives_descriptions_examples_units_and_money() -> None:
+    fields = by_key(input_fields(Described, "typeddict"))
+
+    assert fields["city"].required
+    assert fields["city"].description == "Where to go."
+    assert fields["city"].placeholder == "Oslo"
+    price = fields["price_minor"]
+    assert (price.widget, price.unit, price.minor_digits) == ("money", "EUR", 2)
+    assert price.examples == ("19.99",)  # examples in fen-like minor units, shown major
+    assert price.step == "0.01"
+    assert fields["yen_minor"].minor_digits == 0
+    assert fields["wait"].widget == "number" and fields["wait"].unit == "seconds"
+    assert (
+        by_key(input_fields(Defaulted, "pydantic"))["budget_minor"].initial == "250.00"
+    )
+
+
+def test_the_purchase_schema_marks_what_is_required_and_says_the_amount_is_cny() -> (
+    None
+):
+    fields = by_key(input_fields(PurchaseInput, "typeddict"))
+
+    required = [key for key, f in fields.items() if f.required]
+    assert required == ["request_id", "approval_version", "amount_minor"]
+    amount = fields["amount_minor"]
+    assert (amount.widget, amount.unit, amount.examples) == (
+        "money",
+        "CNY",
+        ("480.50",),
+    )
+    assert "fen" in amount.description
+    assert fields["request_id"].examples == ("PO-1001",)
+    assert fields["approval_version"].constraints  # Field(ge=1)
+
+
+def test_money_is_typed_in_the_currency_and_sent_in_minor_units_exactly() -> None:
+    form = form_for(Described, "typeddict")
+
+    def amount(text: str) -> Any:
+        bound = form.bind({"input.city": "Oslo", "input.price_minor": text})
+        errors = {row.field.key: row.errors for row in bound.rows}["price_minor"]
+        return bound.input["price_minor"] if bound.input else errors
+
+    assert amount("19.99") == 1999
+    assert amount(" 0.1 ") == 10  # Decimal, never a float: 0.1 is 10 cents
+    assert amount("1200") == 120000
+    assert amount("19.999") == ("Use at most 2 decimals, like 19.99.",)
+    assert amount("1,200") == ("Enter an amount in EUR, like 19.99.",)
+    assert amount("-1") == ("Input should be greater than or equal to 0",)
+    yen = form.bind({"input.city": "x", "input.yen_minor": "5.5"})
+    assert {r.field.key: r.errors for r in yen.rows}["yen_minor"] == (
+        "Enter a whole amount in JPY.",
+    )
+
+
+def test_an_empty_purchase_form_is_refused_next_to_its_fields_and_queues_nothing(
+    signed_in: Client,
+) -> None:
+    """Issue 14: an empty form used to queue a thread that failed with
+    "request_id: Field required" (the input schema marked nothing required)."""
+    response = signed_in.post("/graphs/purchase/runs/", {}, HTTP_HX_REQUEST="true")
+
+    assert response.status_code == 422
+    html = response.content.decode()
+    for key in ("request_id", "approval_version", "amount_minor"):
+        assert (
+            f'<div class="field__errors" id="input-{key}-errors"><p>This field is '
+            "required.</p></div>" in html
+        )
+    assert Run.objects.count() == 0
+    assert Thread.objects.count() == 0
+
+
+def test_raw_json_is_checked_against_the_input_schema_before_queueing(
+    signed_in: Client,
+) -> None:
+    response = signed_in.post(
+        "/graphs/purchase/runs/",
+        {"input": '{"request_id": "", "amount_minor": "5"}'},
+        HTTP_HX_REQUEST="true",
+    )
+
+    html = response.content.decode()
+    assert response.status_code == 422
+    assert "request_id: String should have at least 1 character" in html
+    assert "approval_version: Field required" in html
+    assert "amount_minor: Input should be a valid integer" in html  # "5" is not 5
+    assert Run.objects.count() == 0
+
+
+def test_the_form_shows_descriptions_examples_units_and_required_markers(
+    signed_in: Client,
+) -> None:
+    html = signed_in.get("/graphs/purchase/").content.decode()
+
+    assert re.search(
+        r'<code>amount_minor</code>\s*<span class="field__unit">CNY</span>\s*'
+        r'<span class="field__required">required</span>',
+        html,
+    )
+    assert re.search(
+        r'<code>vendor</code>\s*<span class="field__optional">optional</span>', html
+    )
+    assert (
+        '<p class="field__hint" id="input-amount_minor-hint">The total to buy. Stored '
+        "in fen (1 CNY = 100 fen)." in html
+    )
+    assert "e.g. <code>480.50</code>" in html
+    assert 'placeholder="PO-1001"' in html
+    assert "novalidate" in html  # the server's errors, next to the fields

@@ -14,9 +14,17 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from studio.models import Thread
+from studio.presenters import json_path
 from studio.services import threads as thread_service
 from tests._support.studio import serve_graphs
-from tests._support.threads import GRAPHS, XSS, checkpoint_id, checkpoints, run_now
+from tests._support.threads import (
+    GRAPHS,
+    XSS,
+    checkpoint_id,
+    checkpoints,
+    drain,
+    run_now,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -222,11 +230,11 @@ def test_step_panel_diff_shows_appended_checks_and_new_flags(
     )
 
     assert re.search(
-        r"<code>budget_ok</code></th>\s*<td><span class=\"op op--added\">added</span>",
+        r"<code>budget_ok</code></li></ol></th>\s*<td data-label=\"Change\"><span class=\"op op--added\">added</span>",
         html,
     )
     assert re.search(
-        r"<code>checks</code></th>\s*<td><span class=\"op op--appended\">appended</span>",
+        r"<code>checks</code></li></ol></th>\s*<td data-label=\"Change\"><span class=\"op op--appended\">appended</span>",
         html,
     )
     assert "Written in this step" in html
@@ -274,7 +282,8 @@ def test_timeline_links_work_without_javascript_and_with_htmx(
 
     assert (
         f'<a class="timeline__link" href="{url}" hx-get="{url}" hx-target="#step-panel" '
-        'hx-swap="outerHTML" hx-push-url="true">' in html
+        'hx-swap="outerHTML" hx-push-url="true" '
+        'hx-sync="closest .timeline__list:replace">' in html
     )
 
 
@@ -465,3 +474,170 @@ def test_script_in_state_renders_as_text_everywhere(
         assert XSS not in html, path
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html, path
         assert re.findall(r"<script(?![^>]*\ssrc=)[^>]*>", html) == [], path
+
+
+# -- one branch at a time (issue 14) ----------------------------------------------------------
+
+
+def rows_of(html: str) -> list[str]:
+    return re.findall(r'<li class="timeline__row[^"]*" data-checkpoint="([^"]+)"', html)
+
+
+@pytest.fixture
+def replayed(ada: User, signed_in: Client) -> dict[str, Any]:
+    """A research thread replayed from its plan step: main and branch 1."""
+    thread_id = run_now(ada, "research", {"question": "pricing"}).thread_id
+    main = [
+        checkpoint_id(s) for s in checkpoints("research", thread_id)
+    ]  # newest first
+    plan = main[1 + 1]  # write, research, plan, start, input
+    signed_in.post(f"/threads/{thread_id}/checkpoints/{plan}/replay/")
+    drain()
+    everything = checkpoints("research", thread_id)
+    branch = [checkpoint_id(s) for s in everything if checkpoint_id(s) not in main]
+    return {"thread_id": thread_id, "main": main, "branch": branch, "plan": plan}
+
+
+def test_after_a_replay_the_timeline_shows_the_new_branch_alone(
+    signed_in: Client, replayed: dict[str, Any]
+) -> None:
+    """Issue 14: after a replay the main line's and the branch's steps were
+    interleaved in one timeline."""
+    thread_id, main, branch = (replayed[k] for k in ("thread_id", "main", "branch"))
+
+    html = html_of(signed_in.get(f"/threads/{thread_id}/"))
+
+    shown = rows_of(html)
+    assert shown == branch + main[2:]  # the branch, then main's steps before the fork
+    assert not set(main[:2]) & set(shown)  # main's own research and write: not here
+    snapshots = {checkpoint_id(s): s for s in checkpoints("research", thread_id)}
+    for child, parent in zip(shown, shown[1:], strict=False):
+        assert snapshots[child].parent_config["configurable"]["checkpoint_id"] == parent
+    steps = re.findall(r'<span class="timeline__step">step (-?\d+)</span>', html)
+    assert steps == ["3", "2", "1", "1", "0", "-1"]  # the branch's own numbering
+    assert html.count("timeline__row--inherited") == 3
+    assert "main's steps, before the fork" in html
+    assert re.search(
+        r"Showing <strong>branch 1</strong>, steps numbered along its own line: "
+        r"forked from main at step 1",
+        html,
+    )
+
+
+def test_the_branch_switcher_shows_the_main_line_on_its_own(
+    signed_in: Client, replayed: dict[str, Any]
+) -> None:
+    thread_id, main, branch = (replayed[k] for k in ("thread_id", "main", "branch"))
+    root = main[-1]
+
+    html = html_of(signed_in.get(f"/threads/{thread_id}/", {"branch": root}))
+
+    assert rows_of(html) == main
+    assert re.search(
+        rf'<option value="{root}" selected>main</option>\s*'
+        rf'<option value="{branch[-1]}">branch 1 \(from main, step 1\)</option>',
+        html,
+    )
+    assert f'data-refresh-url="/threads/{thread_id}/?branch={root}"' in html
+    assert f'href="/threads/{thread_id}/checkpoints/{main[0]}/?branch={root}"' in html
+    assert re.search(r'class="tree__label" href="[^"]+\?branch=' + root, html)
+    partial = html_of(
+        signed_in.get(
+            f"/threads/{thread_id}/", {"branch": root}, HTTP_HX_REQUEST="true"
+        )
+    )
+    assert partial.lstrip().startswith('<section id="timeline"')
+    assert rows_of(partial) == main
+
+
+def test_a_step_of_a_branch_opens_with_that_branchs_timeline(
+    signed_in: Client, replayed: dict[str, Any]
+) -> None:
+    thread_id, main = replayed["thread_id"], replayed["main"]
+
+    html = html_of(signed_in.get(f"/threads/{thread_id}/checkpoints/{main[0]}/"))
+
+    assert rows_of(html) == main
+    assert f'data-checkpoint="{main[0]}" aria-current="step"' in html
+
+
+def test_older_pages_follow_the_same_branch(
+    signed_in: Client, replayed: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(thread_service, "PAGE_SIZE", 2)
+    thread_id, main, branch = (replayed[k] for k in ("thread_id", "main", "branch"))
+    line = branch + main[2:]
+
+    first = html_of(signed_in.get(f"/threads/{thread_id}/"))
+    cursor = re.search(r'\?before=([^"&]+)&amp;branch=([^"]+)"', first)
+    assert cursor is not None
+    second = html_of(
+        signed_in.get(
+            f"/threads/{thread_id}/",
+            {"before": cursor.group(1), "branch": cursor.group(2)},
+        )
+    )
+
+    assert rows_of(first) == line[:2]
+    assert rows_of(second) == line[2:4]
+
+
+def test_a_thread_without_branches_has_no_switcher(
+    signed_in: Client, notes_thread: str
+) -> None:
+    html = html_of(signed_in.get(f"/threads/{notes_thread}/"))
+
+    assert 'class="branch-switcher"' not in html
+    assert rows_of(html) == ids("notes", notes_thread)
+
+
+# -- blame without a key, values, breadcrumbs (issue 14) ------------------------------------
+
+
+def test_blame_without_a_key_shows_the_key_picker(
+    signed_in: Client, notes_thread: str
+) -> None:
+    """Issue 14: it answered 404 "The state has no key ''."."""
+    head = ids("notes", notes_thread)[0]
+
+    response = signed_in.get(f"/threads/{notes_thread}/checkpoints/{head}/blame/")
+
+    html = html_of(response)
+    assert response.status_code == 200
+    assert "<h1>Who wrote which key?</h1>" in html
+    assert '<option value="" selected disabled>Choose a key…</option>' in html
+    assert '<a href="?key=title"><code>title</code></a>' in html
+    assert "<title>Blame a key · Graph Studio</title>" in html
+
+
+def test_diff_paths_are_breadcrumbs_and_values_open_as_json(
+    signed_in: Client, notes_thread: str
+) -> None:
+    draft = ids("notes", notes_thread)[0]
+
+    html = html_of(
+        signed_in.get(
+            f"/threads/{notes_thread}/checkpoints/{draft}/", HTTP_HX_REQUEST="true"
+        )
+    )
+
+    path = "$.messages[?(@.id==&#x27;m1&#x27;)]"
+    assert (
+        f'<ol class="json-crumbs" title="{path}" aria-label="Path {path}">'
+        "<li><code>messages</code></li><li><code>id=m1</code></li></ol>" in html
+    )
+    assert f'data-value-open data-path="{path}"' in html
+    assert re.search(
+        r'<button type="button" class="value__open" data-value-open '
+        r'data-path="\$\.tags" [^>]*hidden>',
+        html,
+    )
+    page = html_of(signed_in.get(f"/threads/{notes_thread}/"))
+    assert '<dialog id="value-dialog" class="value-dialog"' in page
+    assert '<script src="/static/studio/values.js" defer></script>' in page
+
+
+def test_json_paths_quote_what_is_not_a_name() -> None:
+    assert json_path(["items", 0, "qty"]) == "$.items[0].qty"
+    assert json_path(["a.b", "it's"]) == "$['a.b']['it\\'s']"
+    assert json_path(["messages", ("id", "m1")]) == "$.messages[?(@.id=='m1')]"

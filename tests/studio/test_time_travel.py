@@ -96,7 +96,7 @@ def test_replay_runs_a_new_branch_shown_in_the_fork_tree(
     html = html_of(signed_in.get(f"/threads/{thread_id}/"))
     assert 'id="fork-tree"' in html
     assert re.search(
-        r'<span class="tree__label">branch 1</span>\s*<span class="tree__how">replay by ada from',
+        r'class="tree__label"[^>]*>branch 1</a>\s*<span class="tree__how">replay by ada from',
         html,
     )
     assert "compare with main" in html
@@ -191,6 +191,12 @@ def test_fork_form_is_prefilled_and_swaps_into_the_step_panel(
         in html
     )
     assert '<option value="draft" selected>draft</option>' in html
+    # what "Write as node" means, next to it (issue 14)
+    assert 'name="as_node" aria-describedby="fork-as-node-hint"' in html
+    assert (
+        '<p class="field__hint" id="fork-as-node-hint">Your edits are saved as if this '
+        "node had returned them" in html
+    )
     assert "Items to append" in html  # log: operator.add
     assert "Messages to add" in html  # messages: add_messages
     assert 'name="csrfmiddlewaretoken"' in html
@@ -375,7 +381,7 @@ def test_fork_of_a_past_checkpoint_is_a_branch_in_the_tree(
 
     html = html_of(signed_in.get(f"/threads/{thread_id}/"))
     assert re.search(
-        r'<span class="tree__label">branch 1</span>\s*<span class="tree__how">fork with edits by ada from',
+        r'class="tree__label"[^>]*>branch 1</a>\s*<span class="tree__how">fork with edits by ada from',
         html,
     )
     assert re.search(r"from\s*<a href=\"[^\"]+\">step 0</a>", html)
@@ -408,7 +414,7 @@ def test_fork_with_run_continues_from_the_new_checkpoint(
         )
     )
     assert re.search(
-        r"<code>budget_ok</code></th>\s*<td><span class=\"op op--added\">added</span>",
+        r"<code>budget_ok</code></li></ol></th>\s*<td data-label=\"Change\"><span class=\"op op--added\">added</span>",
         panel,
     )
 
