@@ -87,7 +87,7 @@ async def test_consumer_sends_html_fragments_that_escape_values() -> None:
     await _append(thread_id, "<script>alert(1)</script>")
     html = await communicator.receive_from(timeout=3)
 
-    assert 'hx-swap-oob="beforeend:#run-events"' in html
+    assert 'hx-swap-oob="afterbegin:#run-events"' in html  # newest first
     assert "<script>" not in html
     assert "&lt;script&gt;" in html
     await communicator.disconnect()
