@@ -14,7 +14,13 @@ from studio.errors import Forbidden, NotFound
 from studio.models import ApprovalDecision, ReviewRequest, Run, Thread
 from studio.reviews.decisions import decisions_of
 from studio.reviews.governance import governance_for
-from studio.reviews.queue import QueueRow, level_label, pending_for, waiting_review
+from studio.reviews.queue import (
+    QueueRow,
+    level_label,
+    pending_categories,
+    pending_for,
+    waiting_review,
+)
 from studio.services.access import REVIEWER_GROUPS, review_levels, visible_thread
 from studio.services.runs import ACTIVE
 
@@ -63,7 +69,6 @@ def queue_page(
 ) -> QueuePage:
     levels = require_reviewer(user)
     wanted = int(level) if level in ("1", "2") else None
-    everything = pending_for(user)
     return QueuePage(
         rows=pending_for(
             user, vendor=vendor.strip(), category=category.strip(), level=wanted
@@ -72,7 +77,7 @@ def queue_page(
         vendor=vendor.strip(),
         category=category.strip(),
         level=wanted,
-        categories=sorted({row.category for row in everything if row.category}),
+        categories=pending_categories(user),
     )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from studio.models import ApprovalDecision, ReviewRequest, Thread
@@ -34,6 +34,7 @@ __all__ = (
     "WaitingReview",
     "announce",
     "level_label",
+    "pending_categories",
     "pending_count",
     "pending_for",
     "sync",
@@ -214,13 +215,25 @@ class QueueRow:
 
 
 def _pending(user: Any) -> QuerySet[ReviewRequest]:
+    """What ``user`` may decide now: pending at a level they hold, not their own
+    request, and no level of it decided by them already (a senior who approved
+    level 1 does not approve level 2). One query, however long their history."""
     levels = review_levels(user)
     if not levels:
         return ReviewRequest.objects.none()
-    rows = ReviewRequest.objects.filter(
-        status=ReviewRequest.Status.PENDING, level__in=levels
-    ).exclude(requester_id=user.pk)
-    return rows
+    decided = ApprovalDecision.objects.filter(
+        reviewer_id=user.pk,
+        thread_id=OuterRef("thread_id"),
+        request_id=OuterRef("request_id"),
+        approval_version=OuterRef("approval_version"),
+    )
+    return (
+        ReviewRequest.objects.filter(
+            status=ReviewRequest.Status.PENDING, level__in=levels
+        )
+        .exclude(requester_id=user.pk)
+        .exclude(Exists(decided))
+    )
 
 
 def pending_for(
@@ -239,9 +252,6 @@ def pending_for(
         rows = rows.filter(category=category)
     if level:
         rows = rows.filter(level=level)
-    decided = _decided_by(
-        user
-    )  # a senior who approved level 1 does not approve level 2
     return [
         QueueRow(
             thread_id=row.thread_id,
@@ -257,22 +267,19 @@ def pending_for(
             waiting_since=row.created_at,
         )
         for row in rows.order_by("created_at", "pk")[:limit]
-        if (row.thread_id, row.request_id, row.approval_version) not in decided
     ]
 
 
-def _decided_by(user: Any) -> set[tuple[str, str, int]]:
-    """(thread, request, version) this user already decided a level of."""
-    return set(
-        ApprovalDecision.objects.filter(reviewer_id=user.pk).values_list(
-            "thread_id", "request_id", "approval_version"
-        )
+def pending_categories(user: Any) -> list[str]:
+    """The categories of what waits for ``user`` (the queue's filter choices)."""
+    return sorted(
+        set(_pending(user).exclude(category="").values_list("category", flat=True))
     )
 
 
 def pending_count(user: Any) -> int:
-    """How many reviews wait for ``user`` (the header badge)."""
-    return len(pending_for(user, limit=1000))
+    """How many reviews wait for ``user`` (the header badge): a COUNT, not a fetch."""
+    return _pending(user).count()
 
 
 def announce() -> None:

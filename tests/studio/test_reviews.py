@@ -25,6 +25,7 @@ from studio.models import (
 )
 from studio.reviews.decisions import decide
 from studio.reviews.governance import GovernedWrite
+from studio.reviews.queue import pending_count, pending_for
 from studio.services import runs
 from studio.services.graphs import runnable
 from tests._support.reviews import PURCHASE_GRAPHS, decision, member, purchase, ruling
@@ -377,6 +378,10 @@ def test_one_person_cannot_approve_both_levels(rita: User) -> None:
 
     with pytest.raises(Forbidden, match="different reviewer"):
         decide(both, thread_id, decision("PO-21"), strings=False)
+    assert pending_for(both) == [] and pending_count(both) == 0
+    assert [r.request_id for r in pending_for(member("sam", "senior-reviewers"))] == [
+        "PO-21"
+    ]
 
 
 def test_a_changed_request_needs_a_new_approval(rita: User, rex: User) -> None:
