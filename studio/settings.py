@@ -105,13 +105,35 @@ TEMPLATES = [
 DATABASES: dict[str, dict[str, Any]] = {
     "default": database_from_url(DATABASE_URL, base_dir=BASE_DIR)
 }
+if is_postgres_url(DATABASE_URL):
+    # Daphne runs each request on a thread of its own: a persistent connection
+    # (CONN_MAX_AGE) is never reused and lingers until the garbage collector finds
+    # it, and under load Postgres ran out of connections. Django's pool lends each
+    # request (and each read of a streaming response) a connection and takes it
+    # back; STUDIO_DB_POOL_SIZE is the most one process holds.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"].setdefault(
+        "pool",
+        {
+            "min_size": 1,
+            "max_size": int(os.environ.get("STUDIO_DB_POOL_SIZE", "10")),
+            "timeout": 20,
+        },
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 if REDIS_URL:
+    # channels-redis waits for messages with BZPOPMIN for 5 s; redis-py 8 gives every
+    # read a 5 s socket timeout by default, so a process that heard nothing for 5 s
+    # lost a message and closed a live WebSocket (1011). Reads get longer than the
+    # wait (a ?socket_timeout= in REDIS_URL still wins).
     CHANNEL_LAYERS: dict[str, dict[str, Any]] = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "prefix": "studio"},
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
+                "prefix": "studio",
+            },
         }
     }
 else:

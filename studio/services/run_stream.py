@@ -9,6 +9,11 @@ every :data:`POLL_SECONDS` in case a publish was lost (the layer is
 at-most-once; the table is the truth).
 
 Used by ``studio.api.sse`` for SSE, ``runs.wait`` and ``runs.join``.
+
+Each read gives its database connection back (to the pool, in scale-out: see
+``studio.settings``) before the follower sleeps: a stream that kept it for its
+whole life took one Postgres connection per open stream, and a hundred streams
+used up Postgres's default ``max_connections``.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
+from django.db import close_old_connections
 
 from studio.groups import thread_group
 from studio.models import Run, RunEvent, Thread
@@ -85,6 +91,18 @@ def _read(run_id: str, after: int) -> tuple[list[StreamEvent], dict[str, Any] | 
     return events, state
 
 
+def _releasing(fn: Any) -> Any:
+    """``fn`` as a coroutine that gives its database connection back when done."""
+
+    def call(*args: Any) -> Any:
+        try:
+            return fn(*args)
+        finally:
+            close_old_connections()
+
+    return sync_to_async(call)
+
+
 def _status(run_id: str) -> str | None:
     return Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
 
@@ -138,7 +156,7 @@ async def follow(
         if modes is None
         else frozenset("messages" if m == "messages-tuple" else m for m in modes)
     )
-    read = sync_to_async(_read)
+    read = _releasing(_read)
     async with _Waker(thread_id) as waker:
         while True:
             events, state = await read(run_id, after)
@@ -164,7 +182,7 @@ async def watch(
 ) -> AsyncGenerator[dict[str, Any] | None, None]:
     """None while the run is pending or running (every ``poll`` s at most), then
     its ``runs.wait`` answer (:func:`~studio.services.api_runs.result_of`)."""
-    status = sync_to_async(_status)
+    status = _releasing(_status)
     async with _Waker(thread_id) as waker:
         while True:
             current = await status(run_id)

@@ -28,7 +28,7 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from django.db import close_old_connections, connection, transaction
+from django.db import close_old_connections, connection, connections, transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
@@ -37,6 +37,7 @@ from engine.types import Command, Send
 from studio.models import Run, Thread
 from studio.reviews import queue as review_queue
 from studio.services import events as run_events
+from studio.services.checkpointer import reset_saver
 from studio.services.diff import plain
 from studio.services.graphs import runnable
 from studio.services.runs import (
@@ -214,6 +215,23 @@ class Worker:
                 close_old_connections()
             if not worked:
                 wait_for_work(poll)
+
+    def close(self) -> None:
+        """Release what the process holds open: the checkpointer's pool, Django's pools.
+
+        Called when the worker stops. Left to the interpreter's exit, psycopg's pool
+        threads are each given 5 s to stop, so a worker took about 20 s to exit after
+        SIGTERM and a supervisor's stop timeout killed it mid-run.
+        """
+        reset_saver()
+        for alias in connections:
+            conn = connections[alias]
+            if conn.in_atomic_block:  # a caller's transaction (tests): not ours to end
+                continue
+            conn.close()
+            close_pool = getattr(conn, "close_pool", None)
+            if close_pool is not None:
+                close_pool()
 
     # -- execution -----------------------------------------------------------------
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
-from studio.services.worker import Worker
+from studio.services.worker import LEASE_SECONDS, Worker
 
 
 class Command(BaseCommand):
@@ -20,10 +20,28 @@ class Command(BaseCommand):
         parser.add_argument(
             "--once", action="store_true", help="run queued runs, then exit"
         )
+        parser.add_argument(
+            "--lease-seconds",
+            type=float,
+            default=LEASE_SECONDS,
+            help="how long a claimed run stays this worker's without a heartbeat "
+            "(heartbeats every third of it, at most every 5 s); a run whose worker "
+            "died is queued again after this (default %(default)s)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        worker = Worker(name=options["name"])
-        if options["once"]:
+        lease = options["lease_seconds"]
+        if not lease > 0:
+            raise CommandError("--lease-seconds must be more than 0.")
+        worker = Worker(name=options["name"], lease_seconds=lease)
+        try:
+            self._work(worker, once=options["once"])
+        finally:
+            worker.close()
+            self.stdout.write(f"worker {worker.name}: stopped, connections closed")
+
+    def _work(self, worker: Worker, *, once: bool) -> None:
+        if once:
             while worker.run_once():
                 pass
             return
