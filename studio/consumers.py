@@ -6,6 +6,10 @@ that reconnects misses nothing), then every new event as the worker publishes
 it. ``format=html`` (the default, for htmx's ws extension) sends out-of-band
 HTML fragments; ``format=json`` sends one JSON object per event.
 
+The sockets of one thread in one process share a
+:class:`~studio.services.thread_feed.ThreadFeed`: one table read per new event for
+all of them, and each fragment rendered once.
+
 The channel layer is at-most-once (channels-redis drops a message now and then,
 e.g. when another consumer's ``receive`` is cancelled at the wrong moment), and a
 run's last event has no later notification to bring it along: while a run of
@@ -20,45 +24,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import Any
 from urllib.parse import parse_qs
 
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
-from django.template.loader import render_to_string
 
 from studio.groups import thread_group
-from studio.models import Run, RunEvent, Thread
-from studio.services.access import can_see
-from studio.services.live import event_view
+from studio.services import thread_feed
+from studio.services.thread_feed import ThreadFeed
 
 __all__ = ("CLOSE_FORBIDDEN", "CLOSE_UNAUTHENTICATED", "ThreadConsumer")
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
-BACKLOG_LIMIT = 1000
 POLL_SECONDS = 1.0
 """While a run is active, the longest a socket goes without reading the table."""
-
-
-def _may_see(user: Any, thread_id: str) -> bool:
-    thread = Thread.objects.filter(pk=thread_id).first()
-    return thread is not None and can_see(user, thread)
-
-
-def _run_active(thread_id: str) -> bool:
-    return Run.objects.filter(
-        thread_id=thread_id, status__in=(Run.Status.PENDING, Run.Status.RUNNING)
-    ).exists()
-
-
-def _events_after(thread_id: str, after: int) -> list[dict[str, Any]]:
-    rows = (
-        RunEvent.objects.filter(thread_id=thread_id, id__gt=after)
-        .exclude(kind=RunEvent.STREAM)  # API clients' SSE chunks: not activity
-        .order_by("id")[:BACKLOG_LIMIT]
-    )
-    return [event_view(row) for row in rows]
+POLL_SHARE = 0.5
+"""A poll is served by a read of the shared feed at most this many seconds old."""
 
 
 class ThreadConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
@@ -71,6 +54,7 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     """A run of the thread is pending or running, as far as the events sent tell."""
     heard: float = 0.0
     poller: asyncio.Task[None] | None = None
+    feed: ThreadFeed | None = None
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -81,7 +65,7 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
         thread_id = self.scope["url_route"]["kwargs"]["thread_id"]
-        if not await database_sync_to_async(_may_see)(user, thread_id):
+        if not await thread_feed.may_watch(user, thread_id):
             await self.close(code=CLOSE_FORBIDDEN)
             return
         query = parse_qs(self.scope.get("query_string", b"").decode())
@@ -93,13 +77,15 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self.thread_id = thread_id
         self.group = thread_group(thread_id)
         self.sending = asyncio.Lock()
+        self.feed = thread_feed.subscribe(thread_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
-        self.active = await database_sync_to_async(_run_active)(thread_id)
+        joined = time.monotonic()
+        self.active = await thread_feed.run_active(thread_id)
         if self.format == "json":
             await self.send_json(
                 {"type": "hello", "thread_id": thread_id, "after": self.last_id}
             )
-        await self._send_after()
+        await self._send_after(read_since=joined)
         self.poller = asyncio.create_task(self._poll())
 
     async def disconnect(self, code: int) -> None:
@@ -109,6 +95,9 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 await self.poller
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
+        if self.feed is not None:
+            thread_feed.unsubscribe(self.feed)
+            self.feed = None
 
     async def _poll(self) -> None:
         """Catch up from the table when a run is active and the layer went quiet."""
@@ -120,7 +109,7 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 if loop.time() - self.heard >= POLL_SECONDS:
                     self.heard = loop.time()
                     if self.active:
-                        await self._send_after()
+                        await self._send_after(read_since=time.monotonic() - POLL_SHARE)
         except Exception:  # the socket is gone: there is nobody left to catch up
             return
 
@@ -128,18 +117,24 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         """Clients have nothing to send; a ``{"after": id}`` message asks for a catch-up."""
         if isinstance(content, dict) and isinstance(content.get("after"), int):
             self.last_id = max(self.last_id, content["after"])
-            await self._send_after()
+            await self._send_after(read_since=time.monotonic() - POLL_SHARE)
 
     async def run_event(self, message: dict[str, Any]) -> None:
         """A worker published an event: send everything newer than what we sent."""
         self.heard = asyncio.get_running_loop().time()
-        if int(message.get("event_id", 0)) > self.last_id:
-            await self._send_after()
+        event_id = int(message.get("event_id", 0))
+        if event_id > self.last_id:
+            await self._send_after(at_least=event_id)
 
-    async def _send_after(self) -> None:
+    async def _send_after(
+        self, *, at_least: int = 0, read_since: float | None = None
+    ) -> None:
+        feed = self.feed
+        if feed is None:
+            return
         async with self.sending:  # the poller and the messages: one sender at a time
-            events = await database_sync_to_async(_events_after)(
-                self.thread_id, self.last_id
+            events = await feed.after(
+                self.last_id, at_least=at_least, read_since=read_since
             )
             for event in events:
                 if event["id"] <= self.last_id:
@@ -150,7 +145,4 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 if self.format == "json":
                     await self.send_json({"type": "event", **event})
                 else:
-                    html = render_to_string(
-                        "components/_run_event.html", {"event": event}
-                    )
-                    await self.send(text_data=html)
+                    await self.send(text_data=feed.html(event))

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
@@ -27,6 +25,7 @@ from studio.reviews.audit import payload_hash
 from studio.reviews.governance import Governance, governance_for
 from studio.services.access import REVIEWER_GROUPS, review_levels
 from studio.services.graphs import runnable
+from studio.services.group_send import group_send
 
 __all__ = (
     "REVIEWS_GROUP",
@@ -286,11 +285,8 @@ def announce() -> None:
     """Tell every connected console that the queue changed (after the transaction)."""
 
     def send() -> None:
-        layer = get_channel_layer()
-        if layer is None:
-            return
         try:
-            async_to_sync(layer.group_send)(REVIEWS_GROUP, {"type": "reviews.changed"})
+            group_send(REVIEWS_GROUP, {"type": "reviews.changed"})
         except Exception:  # badges catch up on the next change or page load
             log.warning("could not announce a review queue change", exc_info=True)
 

@@ -18,14 +18,12 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
-
 from engine import events as ev
 from engine.checkpoint.serde.jsonplus import JsonPlusSerializer
 from studio.groups import thread_group
 from studio.models import Run, RunEvent
 from studio.services.diff import plain
+from studio.services.group_send import group_send
 
 __all__ = (
     "API_STREAM_MODES",
@@ -298,11 +296,8 @@ def append(run: Run, kind: str, payload: dict[str, Any]) -> RunEvent:
 
 
 def publish(record: RunEvent) -> None:
-    layer = get_channel_layer()
-    if layer is None:
-        return
     try:
-        async_to_sync(layer.group_send)(
+        group_send(
             thread_group(record.thread_id),
             {
                 "type": "run.event",
