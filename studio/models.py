@@ -175,6 +175,25 @@ class Run(models.Model):
         return self.status not in (self.Status.PENDING, self.Status.RUNNING)
 
 
+def root_checkpoint_id(kind: str, payload: Any) -> str | None:
+    """The checkpoint a root ``step`` or ``checkpoint`` event names (else None)."""
+    if kind not in ("step", "checkpoint") or not isinstance(payload, dict):
+        return None
+    if payload.get("ns"):
+        return None
+    found = payload.get("checkpoint_id")
+    return str(found) if found else None
+
+
+class RunEventManager(models.Manager["RunEvent"]):
+    def bulk_create(self, objs: Any, *args: Any, **kwargs: Any) -> list[RunEvent]:
+        """As Django's, filling :attr:`RunEvent.checkpoint_id` (which ``save`` fills)."""
+        rows = list(objs)
+        for row in rows:
+            row.checkpoint_id = root_checkpoint_id(row.kind, row.payload)
+        return super().bulk_create(rows, *args, **kwargs)
+
+
 class RunEvent(models.Model):
     """One event of a run, in order; the browser catches up with ``?after=<id>``.
 
@@ -192,13 +211,26 @@ class RunEvent(models.Model):
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="events")
     kind = models.CharField(max_length=32)
     payload = models.JSONField(default=dict)
+    checkpoint_id = models.CharField(max_length=64, null=True, blank=True, default=None)
+    """``payload["checkpoint_id"]`` of a root graph's ``step`` and ``checkpoint`` events
+    (None for every other event): an old step's waterfall finds its events by index,
+    not by reading JSON back from the end of the run's log."""
     created_at = models.DateTimeField(default=timezone.now)
+
+    objects = RunEventManager()
 
     class Meta:
         indexes = [
             models.Index(fields=["thread", "id"]),
             models.Index(fields=["run", "id"]),
+            models.Index(
+                fields=["run", "checkpoint_id"], name="studio_runevent_run_ckpt"
+            ),
         ]
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.checkpoint_id = root_checkpoint_id(self.kind, self.payload)
+        super().save(*args, **kwargs)
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.id}"

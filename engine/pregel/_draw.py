@@ -51,12 +51,16 @@ class DrawableGraph:
 
     nodes: dict[str, Node] = field(default_factory=dict)
     edges: list[Edge] = field(default_factory=list)
+    _edge_set: set[Edge] = field(default_factory=set, repr=False, compare=False)
+    """The edges again, to skip duplicates in constant time (a list scan made a
+    200-node drawing quadratic)."""
 
     def add_node(self, node: Node) -> None:
         self.nodes[node.id] = node
 
     def add_edge(self, edge: Edge) -> None:
-        if edge not in self.edges:
+        if edge not in self._edge_set:
+            self._edge_set.add(edge)
             self.edges.append(edge)
 
     def to_json(self) -> dict[str, Any]:

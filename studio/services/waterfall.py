@@ -85,22 +85,19 @@ def for_checkpoint(
 ) -> WaterfallStep | None:
     """The waterfall of the step that made ``checkpoint_id`` (None when not logged).
 
-    Reads a handful of rows: the step event is found scanning the run's log
-    backwards (recent checkpoints are near its end), and the step's tasks lie
-    between it and the previous root step event.
+    Reads a handful of rows by index, however long the run's log: the step event
+    and the save by their ``checkpoint_id`` column, the previous root step event
+    just before it, and the step's tasks between the two.
     """
     if not run_id:
         return None
     events = RunEvent.objects.filter(thread_id=thread_id, run_id=run_id)
-    barrier = (
-        events.filter(kind="step", payload__checkpoint_id=checkpoint_id, payload__ns=[])
-        .order_by("-id")
-        .first()
-    )
+    named = events.filter(checkpoint_id=checkpoint_id)
+    barrier = named.filter(kind="step").order_by("-id").first()
     if barrier is None:
         return None
     previous = (
-        events.filter(kind="step", payload__ns=[], id__lt=barrier.id)
+        events.filter(kind="step", checkpoint_id__isnull=False, id__lt=barrier.id)
         .order_by("-id")
         .values_list("id", flat=True)
         .first()
@@ -108,12 +105,7 @@ def for_checkpoint(
     tasks = events.filter(kind="task.end", id__lt=barrier.id, payload__ns=[])
     if previous is not None:
         tasks = tasks.filter(id__gt=previous)
-    saved = (
-        events.filter(kind="checkpoint", id__gt=barrier.id)
-        .filter(payload__checkpoint_id=checkpoint_id)
-        .order_by("id")
-        .first()
-    )
+    saved = named.filter(kind="checkpoint", id__gt=barrier.id).order_by("id").first()
     step = int(barrier.payload.get("step", 0))
     return build_step(
         step,
