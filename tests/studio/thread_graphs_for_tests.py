@@ -125,3 +125,24 @@ def broken(*, checkpointer: Any = None) -> Any:
     builder.add_edge(START, "first")
     builder.add_edge("first", "second")
     return builder.compile(checkpointer=checkpointer, name="broken")
+
+
+class CounterState(TypedDict):
+    n: int
+    target: int
+    log: Annotated[list[str], operator.add]
+
+
+def tick(state: CounterState) -> dict[str, Any]:
+    return {"n": state["n"] + 1, "log": [f"tick {state['n'] + 1}"]}
+
+
+def counter(*, checkpointer: Any = None) -> Any:
+    """``tick`` until ``n`` reaches ``target``, one string appended a step: a long history."""
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(CounterState)
+    builder.add_node("tick", tick)
+    builder.add_edge(START, "tick")
+    builder.add_conditional_edges(
+        "tick", lambda s: "tick" if s["n"] < s["target"] else END, ["tick", END]
+    )
+    return builder.compile(checkpointer=checkpointer, name="counter")
