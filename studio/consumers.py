@@ -17,7 +17,10 @@ the thread is pending or running, a socket that heard nothing for
 :data:`POLL_SECONDS` reads the table itself, as the SSE follower does.
 
 Close codes: 4401 no session, 4403 not allowed to see the thread (also for a
-thread that does not exist: the socket does not reveal which).
+thread that does not exist: the socket does not reveal which), 4404 no socket at
+that address (:class:`NoSuchSocket`). Frames a client sends that are not a small
+JSON object (binary, malformed, deeply nested) are ignored: they never close the
+socket with an error.
 """
 
 from __future__ import annotations
@@ -30,14 +33,24 @@ from urllib.parse import parse_qs
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from studio import json_input
 from studio.groups import thread_group
 from studio.services import thread_feed
 from studio.services.thread_feed import ThreadFeed
 
-__all__ = ("CLOSE_FORBIDDEN", "CLOSE_UNAUTHENTICATED", "ThreadConsumer")
+__all__ = (
+    "CLOSE_FORBIDDEN",
+    "CLOSE_NOT_FOUND",
+    "CLOSE_UNAUTHENTICATED",
+    "NoSuchSocket",
+    "ThreadConsumer",
+)
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
+CLOSE_NOT_FOUND = 4404
+MAX_FRAME = 4096
+"""The longest client frame read (clients send ``{"after": id}`` at most)."""
 POLL_SECONDS = 1.0
 """While a run is active, the longest a socket goes without reading the table."""
 POLL_SHARE = 0.5
@@ -113,6 +126,18 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         except Exception:  # the socket is gone: there is nobody left to catch up
             return
 
+    async def receive(
+        self, text_data: str | None = None, bytes_data: bytes | None = None
+    ) -> None:
+        """A text frame holding a small JSON object, or nothing happens."""
+        if text_data is None or len(text_data) > MAX_FRAME:
+            return
+        try:
+            content = json_input.loads(text_data)
+        except ValueError:
+            return
+        await self.receive_json(content)
+
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         """Clients have nothing to send; a ``{"after": id}`` message asks for a catch-up."""
         if isinstance(content, dict) and isinstance(content.get("after"), int):
@@ -146,3 +171,14 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                     await self.send_json({"type": "event", **event})
                 else:
                     await self.send(text_data=feed.html(event))
+
+
+class NoSuchSocket(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+    """Any other ``/ws/`` address (a thread id with a ``/``, a typo): closed with 4404.
+
+    Without it the router raised in the handshake and Daphne answered with a 500.
+    """
+
+    async def connect(self) -> None:
+        await self.accept()
+        await self.close(code=CLOSE_NOT_FOUND)

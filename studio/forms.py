@@ -33,6 +33,7 @@ from pydantic import (
     create_model,
 )
 
+from studio import json_input
 from studio.input_fields import InputField
 
 __all__ = (
@@ -209,7 +210,7 @@ class RunInputForm:
             problems.append(f"Unknown field {others[0]!r}.")
         value: Any = None
         try:
-            value = json.loads(raw or "{}")
+            value = json_input.loads(raw or "{}")
         except ValueError as exc:
             problems.append(f"Not valid JSON: {exc}.")
         if not problems and not isinstance(value, dict):

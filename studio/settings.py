@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    "axes",
     "studio",
 ]
 
@@ -80,6 +81,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",  # the sign-in lockout page
     "studio.middleware.StudioErrorMiddleware",  # last: first to see a view's exception
 ]
 
@@ -151,6 +153,22 @@ AUTH_PASSWORD_VALIDATORS = [
     )
 ]
 LOGIN_URL = "login"
+
+# Sign-in throttling (django-axes): after STUDIO_LOGIN_FAILURE_LIMIT failed sign-ins
+# of one username from one address, that pair is refused (429, a page saying when to
+# come back) for STUDIO_LOGIN_COOLOFF_MINUTES; a success resets the count. Keyed on
+# the pair, so nobody can lock a colleague out from elsewhere; behind a proxy, start
+# Daphne with --proxy-headers so the address is the client's.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("STUDIO_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = int(os.environ.get("STUDIO_LOGIN_COOLOFF_MINUTES", "15")) / 60
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
 LOGIN_REDIRECT_URL = "studio:index"
 LOGOUT_REDIRECT_URL = "studio:index"
 

@@ -8,7 +8,6 @@ middleware never answers an API request. Views stay parse -> service -> JSON.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -17,6 +16,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from studio import json_input
 from studio.api.auth import authenticate
 from studio.api.errors import MethodNotAllowed, PayloadTooLarge, error_response
 from studio.errors import InvalidInput
@@ -71,8 +71,8 @@ def read_json_object(request: HttpRequest) -> dict[str, Any]:
     Raises:
         PayloadTooLarge (413): the declared or the actual length is over
             ``STUDIO_API_MAX_BODY_BYTES``.
-        InvalidInput (422): not UTF-8 JSON, not an object, a repeated key, or
-            ``NaN``/``Infinity``.
+        InvalidInput (422): not UTF-8 JSON, not an object, a repeated key,
+            ``NaN``/``Infinity``, or nested too deeply (``studio.json_input``).
     """
     limit = max_body_bytes()
     try:
@@ -85,13 +85,9 @@ def read_json_object(request: HttpRequest) -> dict[str, Any]:
     if len(body) > limit:
         raise PayloadTooLarge(_too_large(limit))
     try:
-        data = json.loads(
-            body,
-            object_pairs_hook=_unique_keys,
-            parse_constant=_no_constant,
-        )
-    except (ValueError, RecursionError) as exc:
-        raise InvalidInput(f"The body is not valid JSON: {_short(exc)}") from None
+        data = json_input.loads(body)
+    except ValueError as exc:
+        raise InvalidInput(f"The body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise InvalidInput("Send a JSON object.")
     return data
@@ -99,23 +95,3 @@ def read_json_object(request: HttpRequest) -> dict[str, Any]:
 
 def _too_large(limit: int) -> str:
     return f"The request body is larger than {limit} bytes."
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """Refuse ``{"action": "reject", "action": "approve"}``: parsers disagree on it."""
-    data: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in data:
-            raise ValueError(f"key {key!r} appears more than once")
-        data[key] = value
-    return data
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _short(exc: BaseException) -> str:
-    if isinstance(exc, RecursionError):
-        return "nested too deeply"
-    return str(exc)[:200]

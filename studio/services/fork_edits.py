@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from studio import json_input
 from studio.input_fields import InputField, input_fields
 from studio.presenters import ForkField
 from studio.services.diff import MISSING, Kind, plain
@@ -245,15 +246,16 @@ def _reducer_type(kind: str, spec: InputField | None) -> Any:
 
 
 def _json(text: str, annotation: Any) -> Any:
+    try:
+        value = json_input.loads(text)  # depth, NaN, repeated keys: before pydantic
+    except ValueError as exc:
+        raise ValueError(f"Not valid JSON: {exc}.") from exc
     if annotation is Any:
-        try:
-            return json.loads(text)
-        except ValueError as exc:
-            raise ValueError(f"Not valid JSON: {exc}.") from exc
+        return value
     try:
         adapter = TypeAdapter(annotation)
     except Exception:  # a type pydantic cannot check: accept any JSON
-        return _json(text, Any)
+        return value
     try:
         return adapter.validate_json(text, strict=True)
     except ValidationError as exc:

@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from studio.asgi import application
-from studio.consumers import CLOSE_FORBIDDEN, CLOSE_UNAUTHENTICATED
+from studio.consumers import CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
 from studio.models import Run, Thread
 from studio.services import events as run_events
 
@@ -165,3 +165,49 @@ async def test_reconnecting_with_after_misses_nothing() -> None:
     assert caught_up == missed
     await second.disconnect()
     await asyncio.sleep(0)
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/ws/threads/a/b/", "/ws/threads/", "/ws/nothing-here/", "/ws/threads/%2F/x/"],
+)
+async def test_a_socket_address_that_names_nothing_is_closed_with_4404(
+    path: str,
+) -> None:
+    # before: the router raised in the handshake and Daphne answered with a 500
+    cookie = await _session_cookie("ada")
+    communicator = _communicator(ORIGIN, (b"cookie", cookie), path=path)
+
+    await communicator.connect()
+    closing = await communicator.receive_output()
+
+    assert (closing["type"], closing["code"]) == ("websocket.close", CLOSE_NOT_FOUND)
+
+
+async def test_frames_that_are_not_a_small_json_object_are_ignored() -> None:
+    # before: binary, malformed or deeply nested frames closed the socket with 1011
+    cookie = await _session_cookie("ada")
+    thread_id, _ = await _thread_with_events("ada", 0)
+    communicator = _communicator(
+        ORIGIN, (b"cookie", cookie), path=f"/ws/threads/{thread_id}/?format=json"
+    )
+    await communicator.connect()
+    assert (await communicator.receive_json_from())["type"] == "hello"
+
+    for frame in (
+        {"bytes_data": b"\x00\xff binary"},
+        {"text_data": "not json at all"},
+        {"text_data": "[" * 50_000 + "]" * 50_000},
+        {"text_data": '{"after": NaN}'},
+        {"text_data": '{"after": "7"}'},
+        {"text_data": "x" * 100_000},
+    ):
+        await communicator.send_to(**frame)
+    assert await communicator.receive_nothing(
+        timeout=0.3
+    )  # nothing sent, nothing closed
+
+    new_id = await _append(thread_id, "still-open")
+    live = await communicator.receive_json_from(timeout=3)
+    assert live["id"] == new_id
+    await communicator.disconnect()

@@ -64,9 +64,12 @@ def test_worker_runs_purchase_to_the_review_and_records_events(alice: User) -> N
 
     run.refresh_from_db()
     thread = Thread.objects.get(pk=run.thread_id)
-    kinds = list(RunEvent.objects.filter(run=run).values_list("kind", flat=True))
+    kinds = list(
+        RunEvent.objects.filter(run=run).order_by("id").values_list("kind", flat=True)
+    )
     ended = [
-        e.payload["node"] for e in RunEvent.objects.filter(run=run, kind="task.end")
+        e.payload["node"]
+        for e in RunEvent.objects.filter(run=run, kind="task.end").order_by("id")
     ]
     assert run.status == Run.Status.SUCCESS and run.output["interrupted"] is True
     assert thread.status == Thread.Status.INTERRUPTED and thread.has_state

@@ -6,10 +6,17 @@ import pytest
 from django.contrib.auth import authenticate
 from django.contrib.auth.models import Group, User
 from django.core.management import call_command
+from django.test import RequestFactory
 
 from studio.models import Run
 
 pytestmark = pytest.mark.django_db
+
+
+def _sign_in(username: str, password: str) -> User | None:
+    """As the sign-in page does (the throttling backend needs the request)."""
+    request = RequestFactory().post("/accounts/login/")
+    return authenticate(request, username=username, password=password)
 
 
 def _seed(*args: str) -> str:
@@ -21,7 +28,7 @@ def _seed(*args: str) -> str:
 def test_seed_demo_creates_a_reviewer_who_can_sign_in() -> None:
     assert "Created demo user 'demo'" in _seed()
 
-    user = authenticate(username="demo", password="demo")
+    user = _sign_in("demo", "demo")
     assert user is not None
     assert list(user.groups.values_list("name", flat=True)) == ["reviewers"]
     assert set(Group.objects.values_list("name", flat=True)) == {
@@ -65,7 +72,7 @@ def test_seed_demo_creates_one_account_per_role() -> None:
         ("requester", []),
         ("senior", ["senior-reviewers"]),
     ):
-        user = authenticate(username=username, password=username)
+        user = _sign_in(username, username)
         assert user is not None, username
         assert list(user.groups.values_list("name", flat=True)) == groups
 

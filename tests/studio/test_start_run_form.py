@@ -6,6 +6,7 @@ import json
 import re
 from typing import Annotated, Any, Required, TypedDict
 
+import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 from pydantic import BaseModel, ConfigDict, Field
@@ -219,6 +220,37 @@ def test_bind_raw_json_must_be_an_object_with_known_keys() -> None:
         "level": 1,
         "urgent": False,
     }
+
+
+@pytest.mark.parametrize(
+    ("raw", "error"),
+    [
+        # before: RecursionError and IntegrityError, each a 500
+        ("[" * 10_000 + "]" * 10_000, "nested more than 64 levels deep"),
+        ('{"title": "t", "level": NaN, "urgent": true}', "NaN is not a JSON number"),
+        ('{"title": "t", "level": Infinity, "urgent": true}', "Infinity is not a"),
+        ('{"title": "t", "title": "u"}', "appears more than once"),
+    ],
+)
+def test_bind_raw_json_refuses_what_cannot_be_stored(raw: str, error: str) -> None:
+    bound = form_for(ui.Typed, "typeddict").bind({"input": raw})
+
+    assert bound.input is None
+    assert error in bound.raw_errors[0]
+
+
+def test_deeply_nested_raw_json_is_a_form_error_and_queues_nothing(
+    signed_in: Client,
+) -> None:
+    response = signed_in.post(
+        "/graphs/purchase/runs/",
+        {"input": '{"vendor": ' + "[" * 10_000 + "]" * 10_000 + "}"},
+        HTTP_HX_REQUEST="true",
+    )
+
+    assert response.status_code == 422
+    assert "nested more than 64 levels deep" in response.content.decode()
+    assert Run.objects.count() == 0
 
 
 def test_bind_message_becomes_a_user_message() -> None:

@@ -226,6 +226,12 @@ def test_fork_form_without_javascript_is_a_whole_page(
         ({"state.log": '"not a list"'}, "log", "Input should be a valid array"),
         ({"state.log": "[1, 2]"}, "log", "Input should be a valid string"),
         ({"state.tags": "{broken"}, "tags", "Not valid JSON"),
+        # before: RecursionError (500), and NaN wrote the checkpoint before the
+        # audit row refused it, so each refused request left a checkpoint behind
+        ({"state.tags": "[" * 10_000 + "]" * 10_000}, "tags", "nested more than 64"),
+        ({"state.tags": '{"a": NaN}'}, "tags", "NaN is not a JSON number"),
+        ({"state.tags": '{"a": -Infinity}'}, "tags", "-Infinity is not a JSON"),
+        ({"state.tags": '{"a": 1, "a": 2}'}, "tags", "appears more than once"),
     ],
 )
 def test_invalid_fork_edit_shows_errors_next_to_the_field_and_creates_nothing(
