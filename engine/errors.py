@@ -24,6 +24,7 @@ __all__ = (
     "EmptyInputError",
     "ErrorCode",
     "GraphBubbleUp",
+    "GraphDrained",
     "GraphInterrupt",
     "GraphRecursionError",
     "GraphValidationError",
@@ -37,9 +38,12 @@ __all__ = (
     "SchemaMigrationError",
     "SerializationError",
     "TaskNotFound",
+    "ThreadBusyError",
+    "ThreadLeaseLostError",
     "UnknownInterruptError",
     "create_error_message",
     "error_message",
+    "is_invalid_resume",
 )
 
 
@@ -56,6 +60,8 @@ class ErrorCode(Enum):
     INVALID_RESUME = "INVALID_RESUME"
     CHECKPOINT_CONFLICT = "CHECKPOINT_CONFLICT"
     CHECKPOINT_NOT_FOUND = "CHECKPOINT_NOT_FOUND"
+    THREAD_BUSY = "THREAD_BUSY"
+    THREAD_LEASE_LOST = "THREAD_LEASE_LOST"
     MISSING_CHECKPOINTER = "MISSING_CHECKPOINTER"
     SCHEMA_VERSION = "SCHEMA_VERSION"
     UNSAFE_SERIALIZATION = "UNSAFE_SERIALIZATION"
@@ -76,6 +82,20 @@ class GraphBubbleUp(BaseException):
 
     Not an :class:`Exception`: ``except Exception`` in user code does not catch it.
     """
+
+
+class GraphDrained(GraphBubbleUp):
+    """The run stopped early because its ``RunControl`` asked it to drain.
+
+    Raised at the first step boundary after ``RunControl.request_drain()``: the
+    steps that finished are saved, no further task started, and invoking the
+    thread again (``graph.invoke(None, config)``) carries on from there.
+    ``reason`` is what ``request_drain`` was given.
+    """
+
+    def __init__(self, reason: str = "shutdown") -> None:
+        super().__init__(f"Graph drained: {reason}")
+        self.reason = reason
 
 
 class GraphInterrupt(GraphBubbleUp):
@@ -99,7 +119,10 @@ class NodeInterrupt(GraphInterrupt):
     def __init__(self, value: Any, id: str | None = None) -> None:
         from engine.types import Interrupt  # noqa: PLC0415 - leaf module, avoid cycle
 
-        super().__init__([Interrupt(value=value, id=id or "")])
+        if id is None:
+            super().__init__([Interrupt(value)])
+        else:
+            super().__init__([Interrupt(value, id)])
 
 
 class ParentCommand(GraphBubbleUp):
@@ -169,6 +192,43 @@ class CheckpointConflictError(RuntimeError):
     """Another writer advanced the thread since this run read it (one writer per thread)."""
 
 
+class ThreadBusyError(CheckpointConflictError):
+    """Another run holds the thread's lease: this run was refused before it ran anything.
+
+    Not in LangGraph, which lets both runs go on and forks the thread. A
+    :class:`CheckpointConflictError`, so code that already handles "another
+    writer got there first" handles this too; unlike a conflict found while
+    saving, nothing of this run happened, so retrying it (or passing
+    ``on_busy="wait"``) is always safe. ``holder`` names the run holding the
+    thread and ``expires_at`` (a UTC ``datetime``) when its lease ends unless
+    renewed.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        thread_id: str = "",
+        checkpoint_ns: str = "",
+        holder: str | None = None,
+        expires_at: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.checkpoint_ns = checkpoint_ns
+        self.holder = holder
+        self.expires_at = expires_at
+
+
+class ThreadLeaseLostError(CheckpointConflictError):
+    """A run lost its lease on the thread (it expired and another run took it over).
+
+    Raised by the saver when such a run tries to save (nothing of that save is
+    stored) and by the run itself before it starts another step, so a paused or
+    stalled process never writes after another one took the thread over.
+    """
+
+
 class SchemaMigrationError(ValueError):
     """A checkpoint was saved under a state schema version this graph cannot read."""
 
@@ -221,3 +281,23 @@ class NodeTimeoutError(Exception):
         self.timeout = timeout
         self.run_timeout = run_timeout
         self.idle_timeout = idle_timeout
+
+
+_INVALID_RESUME_FLAG = "_engine_invalid_resume"
+
+
+def _mark_invalid_resume(error: BaseException) -> None:
+    """Tag ``error`` as a resume value refused by ``interrupt(response_schema=...)``."""
+    setattr(error, _INVALID_RESUME_FLAG, True)
+
+
+def is_invalid_resume(error: BaseException) -> bool:
+    """True when ``error`` says a resume value did not match the interrupt's schema.
+
+    ``interrupt(value, response_schema=Model)`` validates its answer and raises
+    pydantic's ``ValidationError`` when it does not fit; nothing of that answer is
+    kept, so the same interrupt can be answered again. Code that handles errors
+    broadly (a tool node turning failures into messages) uses this to let such a
+    failure reach the caller instead.
+    """
+    return getattr(error, _INVALID_RESUME_FLAG, False) is True

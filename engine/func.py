@@ -23,6 +23,7 @@ import inspect
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
 from engine._internal._constants import END, PREVIOUS, RETURN, START
@@ -30,10 +31,15 @@ from engine._internal._scope import current_scope
 from engine.channels.ephemeral_value import EphemeralValue
 from engine.channels.last_value import LastValue
 from engine.pregel._algo import PregelExecutableTask
-from engine.pregel._call import NodeCallable
+from engine.pregel._call import NodeCallable, is_async_callable
 from engine.pregel._read import PregelNode
 from engine.pregel.main import Pregel
-from engine.types import CachePolicy, RetryPolicy
+from engine.types import (
+    CachePolicy,
+    RetryPolicy,
+    TimeoutPolicy,
+    ensure_valid_checkpointer,
+)
 
 __all__ = ("EntrypointGraph", "entrypoint", "task")
 
@@ -52,11 +58,13 @@ class _TaskFunction:
         name: str | None,
         retry_policy: Sequence[RetryPolicy],
         cache_policy: CachePolicy[Any] | None,
+        timeout: TimeoutPolicy | None = None,
     ) -> None:
         self.func = func
         self.name = name or getattr(func, "__name__", "task")
         self.retry_policy = tuple(retry_policy)
         self.cache_policy = cache_policy
+        self.timeout = timeout
         functools.update_wrapper(self, func)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -74,6 +82,7 @@ class _TaskFunction:
             kwargs,
             self.retry_policy,
             self.cache_policy,
+            self.timeout,
         )
 
     def clear_cache(self, cache: Any) -> None:
@@ -87,16 +96,25 @@ def task(
     name: str | None = None,
     retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
     cache_policy: CachePolicy[Any] | None = None,
+    timeout: float | timedelta | TimeoutPolicy | None = None,
     **kwargs: Any,
 ) -> Any:
     """Mark a function as a durable task (usable as ``@task`` or ``@task(...)``).
 
     Calling it inside a run returns a future: ``.result()`` (sync) or ``await``.
+
+    ``timeout`` limits each attempt (seconds or a ``timedelta`` cap the wall
+    clock; a :class:`~engine.types.TimeoutPolicy` can add an ``idle_timeout``,
+    refreshed by stream writes and ``runtime.heartbeat()``). A late attempt is
+    cancelled and raises :class:`~engine.errors.NodeTimeoutError` from the
+    future; ``retry_policy`` decides whether it runs again. Only async functions
+    can be cancelled: a timeout on a sync function is refused with ``ValueError``.
     """
     if "retry" in kwargs and retry_policy is None:
         retry_policy = kwargs.pop("retry")
     if kwargs:
         raise TypeError(f"task() got unexpected arguments {sorted(kwargs)}")
+    timeout_policy = TimeoutPolicy.coerce(timeout)
     policies: tuple[RetryPolicy, ...]
     if retry_policy is None:
         policies = ()
@@ -106,8 +124,16 @@ def task(
         policies = tuple(retry_policy)
 
     def decorate(func: Callable[..., Any]) -> _TaskFunction:
+        if timeout_policy is not None and not is_async_callable(func):
+            _refuse_sync_timeout(
+                "@task", name or str(getattr(func, "__name__", "task"))
+            )
         return _TaskFunction(
-            func, name=name, retry_policy=policies, cache_policy=cache_policy
+            func,
+            name=name,
+            retry_policy=policies,
+            cache_policy=cache_policy,
+            timeout=timeout_policy,
         )
 
     if __func_or_none__ is not None:
@@ -144,6 +170,11 @@ class entrypoint(Generic[R]):
     The function takes one positional argument (the input) and may declare
     ``previous`` (its last saved return value on this thread), ``config``,
     ``runtime``, ``writer`` or ``store``.
+
+    ``timeout`` limits each attempt of an async workflow function as
+    :func:`task`'s does (a sync function with a timeout is refused with
+    ``ValueError``); the workflow then fails with ``NodeTimeoutError`` unless
+    ``retry_policy`` retries it.
     """
 
     @dataclass(slots=True)
@@ -161,6 +192,7 @@ class entrypoint(Generic[R]):
         context_schema: type[Any] | None = None,
         cache_policy: CachePolicy[Any] | None = None,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+        timeout: float | timedelta | TimeoutPolicy | None = None,
         **kwargs: Any,
     ) -> None:
         if "config_schema" in kwargs and context_schema is None:
@@ -169,7 +201,8 @@ class entrypoint(Generic[R]):
             retry_policy = kwargs.pop("retry")
         if kwargs:
             raise TypeError(f"entrypoint() got unexpected arguments {sorted(kwargs)}")
-        self.checkpointer = checkpointer
+        self.checkpointer = ensure_valid_checkpointer(checkpointer)
+        self.timeout = TimeoutPolicy.coerce(timeout)
         self.store = store
         self.cache = cache
         self.context_schema = context_schema
@@ -198,6 +231,8 @@ class entrypoint(Generic[R]):
                 f"argument (the input), got {len(params)}"
             )
         name = getattr(func, "__name__", "entrypoint")
+        if self.timeout is not None and not is_async_callable(func):
+            _refuse_sync_timeout("@entrypoint", name)
         bound = NodeCallable(func, name)
         node = PregelNode(
             name=name,
@@ -207,6 +242,7 @@ class entrypoint(Generic[R]):
             writers=[_write_outputs],
             retry_policy=self.retry_policy,
             cache_policy=self.cache_policy,
+            timeout=self.timeout,
         )
         input_type, output_type, save_type = _io_types(func, params[0].name)
         graph = EntrypointGraph(
@@ -229,6 +265,13 @@ class entrypoint(Generic[R]):
         graph.previous_channel = PREVIOUS
         functools.update_wrapper(graph, func, updated=())  # type: ignore[arg-type]
         return graph
+
+
+def _refuse_sync_timeout(kind: str, name: str) -> None:
+    raise ValueError(
+        f"{kind} {name!r} has a timeout but is synchronous: a sync function cannot be "
+        "cancelled, so timeouts need an async function (async def)."
+    )
 
 
 def _io_types(func: Callable[..., Any], param: str) -> tuple[Any, Any, Any]:

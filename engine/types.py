@@ -20,10 +20,14 @@ from typing import (
     NotRequired,
     TypedDict,
     TypeVar,
+    overload,
 )
 
+import typing_extensions
+
 from engine._internal._fields import object_update_items
-from engine._internal._scope import require_scope
+from engine._internal._resume_schema import ResumeSchema, resume_schema
+from engine._internal._scope import TaskScope, require_scope
 from engine._internal._typing import MISSING, RunnableConfig
 from engine.errors import GraphInterrupt, SerializationError
 
@@ -59,12 +63,15 @@ __all__ = (
     "UpdatesStreamPart",
     "ValuesStreamPart",
     "default_retry_on",
+    "ensure_valid_checkpointer",
     "interrupt",
     "interrupt_id",
     "omit_payload",
 )
 
 N = TypeVar("N")
+ResponseT = typing_extensions.TypeVar("ResponseT", default=Any)
+"""The answer type an ``interrupt(response_schema=...)`` asks for (``Any`` if unsaid)."""
 
 All = Literal["*"]
 """Special value for ``interrupt_before`` / ``interrupt_after``: every node."""
@@ -85,58 +92,149 @@ Checkpointer = Any
 """A checkpoint saver, ``True`` (keep state across calls), ``False`` (none) or ``None`` (inherit)."""
 
 
+def ensure_valid_checkpointer(checkpointer: Checkpointer) -> Checkpointer:
+    """Return ``checkpointer`` if it is a saver, ``True``, ``False`` or ``None``.
+
+    Anything else raises ``TypeError`` naming what was given, so a typo such as
+    ``compile(checkpointer=InMemorySaver)`` (the class, not an instance) fails at
+    once instead of running without persistence.
+    """
+    from engine.checkpoint.base import BaseCheckpointSaver  # noqa: PLC0415 - storage imports this module
+
+    if checkpointer is None or checkpointer is True or checkpointer is False:
+        return checkpointer
+    if isinstance(checkpointer, BaseCheckpointSaver):
+        return checkpointer
+    what = (
+        f"the class {checkpointer.__name__} (not an instance)"
+        if isinstance(checkpointer, type)
+        else f"a {type(checkpointer).__name__}"
+    )
+    raise TypeError(
+        f"Invalid checkpointer: expected a BaseCheckpointSaver instance (such as "
+        f"InMemorySaver()), True, False or None; got {what}."
+    )
+
+
 class Send:
     """Run ``node`` in the next super-step with ``arg`` as its input (map-reduce fan-out).
+
+    ``timeout`` limits each attempt of this one task, in place of the node's own
+    timeout (a number of seconds or a ``timedelta`` is a ``run_timeout``; give a
+    :class:`TimeoutPolicy` for an idle timeout). The rules are the node's: it
+    needs an async node, except that an async run also times out a sync node
+    (the wait is abandoned; its thread finishes in the background and its writes
+    are dropped), while a sync run refuses it with ``ValueError``.
 
     Example::
 
         def fan_out(state):
-            return [Send("research", {"topic": t}) for t in state["topics"]]
+            return [Send("research", {"topic": t}, timeout=30) for t in state["topics"]]
     """
 
-    __slots__ = ("arg", "node")
+    __slots__ = ("arg", "node", "timeout")
 
-    def __init__(self, /, node: str, arg: Any) -> None:
+    def __init__(
+        self,
+        /,
+        node: str,
+        arg: Any,
+        *,
+        timeout: float | timedelta | TimeoutPolicy | None = None,
+    ) -> None:
         self.node = node
         self.arg = arg
+        self.timeout = TimeoutPolicy.coerce(timeout)
 
     def __hash__(self) -> int:
-        return hash((self.node, repr(self.arg)))
+        return hash((self.node, repr(self.arg), self.timeout))
 
     def __repr__(self) -> str:
-        return f"Send(node={self.node!r}, arg={self.arg!r})"
+        if self.timeout is None:
+            return f"Send(node={self.node!r}, arg={self.arg!r})"
+        return f"Send(node={self.node!r}, arg={self.arg!r}, timeout={self.timeout!r})"
 
     def __eq__(self, value: object) -> bool:
         return (
             isinstance(value, Send)
             and self.node == value.node
             and self.arg == value.arg
+            and self.timeout == value.timeout
         )
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class Interrupt:
-    """A pause raised by ``interrupt(value)``; resume it with ``Command(resume=...)``."""
+_PLACEHOLDER_INTERRUPT_ID = "placeholder-id"
+_LEGACY_INTERRUPT_KWARGS = frozenset({"ns", "when", "resumable", "interrupt_id"})
+
+
+@dataclass(init=False, frozen=True, slots=True, eq=False)
+class Interrupt(Generic[ResponseT]):
+    """A pause raised by ``interrupt(value)``; resume it with ``Command(resume=...)``.
+
+    ``Interrupt[Decision]`` types the answer a ``response_schema`` asks for.
+    """
 
     value: Any
     """What the node asked (shown to the person who answers)."""
 
-    id: str = ""
+    id: str
     """Stable id; ``Command(resume={id: answer})`` answers this interrupt only."""
 
-    response_schema: Any = None
-    """Optional JSON Schema of the expected answer."""
+    response_schema: type[ResponseT] | dict[str, Any] | None
+    """The JSON Schema the answer must follow, when the node gave one
+    (``interrupt(..., response_schema=...)``); clients render a form from it."""
+
+    def __init__(
+        self,
+        value: Any,
+        id: str = _PLACEHOLDER_INTERRUPT_ID,
+        *,
+        response_schema: type[ResponseT] | dict[str, Any] | None = None,
+        **deprecated_kwargs: Any,
+    ) -> None:
+        unknown = deprecated_kwargs.keys() - _LEGACY_INTERRUPT_KWARGS
+        if unknown:
+            raise TypeError(f"Interrupt() got unexpected arguments {sorted(unknown)}")
+        ns = deprecated_kwargs.get("ns")
+        if id == _PLACEHOLDER_INTERRUPT_ID and isinstance(ns, Sequence):
+            # LangGraph < 0.6 interrupts carried their namespace instead of an id
+            id = interrupt_id("|".join(ns), 0)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "response_schema", response_schema)
 
     @classmethod
-    def from_ns(cls, value: Any, ns: str, index: int = 0) -> Interrupt:
-        """An interrupt whose id is derived from the task namespace and call index."""
-        return cls(value=value, id=interrupt_id(ns, index))
+    def from_ns(
+        cls,
+        value: Any,
+        ns: str,
+        index: int = 0,
+        *,
+        response_schema: type[ResponseT] | dict[str, Any] | None = None,
+    ) -> Interrupt[ResponseT]:
+        """An interrupt whose id is derived from the task namespace and the number
+        of answers the task already has (``index``)."""
+        return cls(value, interrupt_id(ns, index), response_schema=response_schema)
+
+    @property
+    def interrupt_id(self) -> str:
+        """Deprecated spelling of :attr:`id`."""
+        from engine.warnings import LangGraphDeprecatedSinceV10  # noqa: PLC0415
+
+        warnings.warn(
+            LangGraphDeprecatedSinceV10(
+                "`Interrupt.interrupt_id` is deprecated: use `id`"
+            ),
+            stacklevel=2,
+        )
+        return self.id
 
     def __eq__(self, other: object) -> bool:
         return (
             isinstance(other, Interrupt)
             and self.id == other.id
             and self.value == other.value
+            and self.response_schema == other.response_schema
         )
 
     def __hash__(self) -> int:
@@ -149,11 +247,21 @@ def interrupt_id(ns: str, index: int) -> str:
     return hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Overwrite:
-    """Write ``value`` to a reducer channel, replacing its value instead of reducing."""
+    """Write ``value`` to a reducer channel, replacing its value instead of reducing.
+
+    Two overwrites of one channel in the same step raise ``InvalidUpdateError``.
+    A JSON client that cannot send this class sends its fields instead,
+    ``{"value": ..., "type": "__overwrite__"}``, and the channel treats that
+    dict the same way (as it does ``{"__overwrite__": value}``).
+    """
 
     value: Any
+    """What the channel holds afterwards."""
+
+    type: Literal["__overwrite__"] = "__overwrite__"
+    """Tells an overwrite apart once it was turned into a plain dict."""
 
 
 @dataclass(slots=True)
@@ -641,7 +749,17 @@ def omit_payload(_value: Any) -> dict[str, Any]:
     return {}
 
 
-def interrupt(value: Any) -> Any:
+@overload
+def interrupt(value: Any, *, response_schema: type[ResponseT]) -> ResponseT: ...
+
+
+@overload
+def interrupt(value: Any, *, response_schema: dict[str, Any] | None = None) -> Any: ...
+
+
+def interrupt(
+    value: Any, *, response_schema: type[Any] | dict[str, Any] | None = None
+) -> Any:
     """Pause the run and ask for input; returns the answer once the run resumes.
 
     The first time a node reaches this call, the run stops and ``value`` is saved
@@ -650,24 +768,35 @@ def interrupt(value: Any) -> Any:
     ``interrupt()`` of a node returns the n-th answer. Code before the call runs
     again on resume, so keep its side effects idempotent.
 
+    ``response_schema`` describes the expected answer, for clients that render a
+    form: a JSON Schema ``dict`` is shown as given (answers are not checked); a
+    pydantic model, dataclass or ``TypedDict`` is shown as its JSON Schema, and
+    the answer is validated and returned as that type. An answer that does not
+    fit raises pydantic's ``ValidationError`` from the resuming call
+    (``engine.errors.is_invalid_resume`` is true for it) and is not kept: the
+    interrupt stays pending and can be answered again.
+
     Requires a checkpointer. The signal is a ``BaseException``: ``except Exception``
     does not catch it, and a caught signal is re-raised when the node returns.
     """
+    schema = resume_schema(response_schema)
     scope = require_scope("interrupt()")
     index = scope.interrupt_counter
     scope.interrupt_counter += 1
     if index < len(scope.resume):
-        return scope.resume[index]
+        answer = scope.resume[index]
+        return answer if schema is None else _checked(schema, answer, scope, index)
     this_id = interrupt_id(scope.checkpoint_ns, index)
     if scope.resume_map and this_id in scope.resume_map:
         answer = scope.resume_map[this_id]
     else:
         answer = scope.take_null_resume()
     if answer is not MISSING:
+        result = answer if schema is None else _checked(schema, answer, scope, index)
         scope.resume.append(answer)
         if scope.on_resume is not None:
             scope.on_resume(list(scope.resume))
-        return answer
+        return result
     if scope.serde_check is not None:
         try:
             scope.serde_check(value)
@@ -675,7 +804,21 @@ def interrupt(value: Any) -> Any:
             raise SerializationError(
                 f"interrupt() payload in node {scope.name!r} cannot be stored: {exc}"
             ) from exc
-    pause = Interrupt(value=value, id=this_id)
+    shown = schema.json_schema if schema is not None else response_schema
+    pause: Interrupt[Any] = Interrupt(value, this_id, response_schema=shown)
     signal = GraphInterrupt([pause])
     scope.interrupted = signal
     raise signal
+
+
+def _checked(schema: ResumeSchema, answer: Any, scope: TaskScope, index: int) -> Any:
+    """The validated answer; a refused one is forgotten (with any saved after it),
+    so that the interrupt stays open for a new answer."""
+    try:
+        return schema.validate(answer)
+    except Exception:
+        if index < len(scope.resume):
+            del scope.resume[index:]
+            if scope.on_resume is not None:
+                scope.on_resume(list(scope.resume))
+        raise

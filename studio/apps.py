@@ -7,3 +7,9 @@ class StudioConfig(AppConfig):
     name = "studio"
     verbose_name = "Graph Studio"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # OpenTelemetry, when OTEL_* asks for it (README, "Operating it")
+        from studio.observability.tracing import setup  # noqa: PLC0415
+
+        setup()

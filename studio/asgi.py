@@ -21,6 +21,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from studio.observability.asgi import CountConnections  # noqa: E402
 from studio.routing import websocket_urlpatterns  # noqa: E402
 
 http_app = ASGIStaticFilesHandler(django_http) if settings.SERVE_STATIC else django_http
@@ -33,9 +34,11 @@ if settings.STUDIO_EMBEDDED_WORKER:
 
 application = ProtocolTypeRouter(
     {
-        "http": http_app,
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        "http": CountConnections(http_app),  # SSE streams (studio_open_connections)
+        "websocket": CountConnections(
+            AllowedHostsOriginValidator(
+                AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            )
         ),
     }
 )

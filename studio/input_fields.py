@@ -8,7 +8,9 @@ it (``studio.forms`` builds the strict model from them):
 - ``Literal[...]`` and enums -> a choice;
 - anything else (lists, dicts, nested models, unions, ``Any``) -> a JSON textarea;
 - a schema that is exactly one ``messages`` list (``MessagesState``) -> one
-  ``message`` textarea, sent as ``[{"role": "user", "content": ...}]``.
+  ``message`` textarea, sent as ``[{"role": "user", "content": ...}]``;
+- managed values (``RemainingSteps``, ``IsLastStep``: the runtime computes them
+  for each step, a caller never sends them) -> no field.
 
 What people read next to a field comes from pydantic's ``Field`` on the schema
 (in a TypedDict or dataclass, as ``Annotated[int, Field(...)]``): its
@@ -31,6 +33,7 @@ import enum
 import json
 import types
 import typing
+from collections import abc
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -142,6 +145,7 @@ def _typeddict_fields(schema: Any) -> list[InputField]:
     return [
         _field(key, annotation, required=_required_key(annotation, key in declared))
         for key, annotation in _hints(schema).items()
+        if not _is_managed(annotation)
     ]
 
 
@@ -163,6 +167,8 @@ def _required_key(annotation: Any, declared: bool) -> bool:
 def _pydantic_fields(schema: type[BaseModel]) -> list[InputField]:
     fields = []
     for key, info in schema.model_fields.items():
+        if any(_managed_class(item) for item in info.metadata):
+            continue
         default = info.default if info.default is not PydanticUndefined else _NO_DEFAULT
         fields.append(
             _field(
@@ -181,7 +187,7 @@ def _dataclass_fields(schema: Any) -> list[InputField]:
     hints = _hints(schema)
     fields = []
     for item in dataclasses.fields(schema):
-        if not item.init:
+        if not item.init or _is_managed(hints.get(item.name, Any)):
             continue
         has_default = item.default is not dataclasses.MISSING
         has_factory = item.default_factory is not dataclasses.MISSING
@@ -205,7 +211,7 @@ def _class_fields(schema: Any) -> list[InputField]:
             default=getattr(schema, key, _NO_DEFAULT),
         )
         for key, annotation in _hints(schema).items()
-        if not key.startswith("_")
+        if not key.startswith("_") and not _is_managed(annotation)
     ]
 
 
@@ -320,6 +326,31 @@ def _field_infos(annotation: Any) -> tuple[FieldInfo, ...]:
             return tuple(found)
 
 
+def _is_managed(annotation: Any) -> bool:
+    """A managed value (``Annotated[int, RemainingStepsManager]``): never input.
+
+    Recognized by shape, not by import (this module imports no engine): an
+    ``Annotated`` metadata item that is a class deriving from one named
+    ``ManagedValue`` (the engine's, and LangGraph's for a loaded LangGraph graph).
+    """
+    while True:
+        origin = get_origin(annotation)
+        if origin in _WRAPPERS:
+            annotation = get_args(annotation)[0]
+        elif origin is typing.Annotated:
+            if any(_managed_class(m) for m in annotation.__metadata__):
+                return True
+            annotation = annotation.__origin__
+        else:
+            return False
+
+
+def _managed_class(item: Any) -> bool:
+    return isinstance(item, type) and any(
+        base.__name__ == "ManagedValue" for base in item.__mro__[1:]
+    )
+
+
 def _extra(infos: tuple[FieldInfo, ...]) -> dict[str, Any]:
     merged: dict[str, Any] = {}
     for info in infos:
@@ -370,7 +401,7 @@ def _choices(annotation: Any) -> tuple[tuple[str, Any], ...]:
 
 def _is_list(annotation: Any) -> bool:
     base, _ = _without_none(_unwrap(annotation))
-    return base is list or get_origin(base) is list
+    return base in (list, abc.Sequence) or get_origin(base) in (list, abc.Sequence)
 
 
 def _initial(default: Any) -> str:

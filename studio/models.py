@@ -22,11 +22,13 @@ __all__ = (
     "AppendOnly",
     "ApprovalDecision",
     "AuditEntry",
+    "OutboundEmail",
     "PurchaseOutbox",
     "ReviewRequest",
     "Run",
     "RunEvent",
     "Thread",
+    "WorkerHeartbeat",
 )
 
 
@@ -152,6 +154,10 @@ class Run(models.Model):
     """The Agent Server assistant id the run was started with (API runs)."""
     metadata = models.JSONField(default=dict, blank=True)
     """The run's metadata as the API client sent it."""
+    trace_context = models.JSONField(default=dict, blank=True)
+    """The W3C trace context (``traceparent``, ``tracestate``) of the request that
+    queued the run: the worker's run span continues that trace (empty when
+    tracing is off)."""
     kwargs = models.JSONField(default=dict, blank=True)
     """The Agent Server's ``kwargs`` of an API run: ``input``, ``command``,
     ``config``, ``context``, ``stream_mode``, ``interrupt_before``/``after``,
@@ -378,6 +384,38 @@ class PurchaseOutbox(models.Model):
     """How many times execution was attempted (the purchase itself happened once)."""
 
 
+class OutboundEmail(models.Model):
+    """An email an agent sent after its owner approved it: the side effect's outbox.
+
+    Keyed by ``(thread_id, tool_call_id)``, so a retry or a replay of the tool
+    call never sends twice; ``decision`` is the ledger row that allowed it
+    (``studio.reviews.outbound_email``). A mail relay delivers the rows; the demo
+    keeps them here.
+    """
+
+    thread_id = models.CharField(max_length=64)
+    tool_call_id = models.CharField(max_length=128)
+    decision = models.ForeignKey(
+        ApprovalDecision, on_delete=models.PROTECT, related_name="emails"
+    )
+    to = models.CharField(max_length=320)
+    subject = models.CharField(max_length=300)
+    body = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+    executions = models.PositiveIntegerField(default=1)
+    """How many times the tool call ran (the email was sent once)."""
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread_id", "tool_call_id"], name="one_email_per_tool_call"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"email to {self.to} ({self.tool_call_id})"
+
+
 class AppendOnly(Exception):
     """The audit log is append-only: no update, no delete, through any path."""
 
@@ -419,3 +457,19 @@ class AuditEntry(models.Model):
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         raise AppendOnly("The audit log is append-only: entries are never deleted.")
+
+
+class WorkerHeartbeat(models.Model):
+    """One row per running worker process, touched every few seconds.
+
+    ``/readyz`` reads it: a run lease says a worker is alive only while it runs
+    something, this says so while it waits too. A worker deletes its row when it
+    stops; a row that stopped moving belongs to a worker that died.
+    """
+
+    name = models.CharField(primary_key=True, max_length=128)
+    started_at = models.DateTimeField(default=timezone.now)
+    seen_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    def __str__(self) -> str:
+        return f"worker {self.name}"

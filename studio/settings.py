@@ -24,6 +24,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
 from studio.env import database_from_url, env_bool, env_list, is_postgres_url
+from studio.observability.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -214,15 +215,11 @@ if STUDIO_HTTPS:
     SECURE_HSTS_SECONDS = 60 * 60 * 24 * 365
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
-LOGGING: dict[str, Any] = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}
-    },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-}
+# Text lines by default, JSON with LOG_FORMAT=json; a run's lines carry its ids
+# (studio.observability.logs).
+LOGGING: dict[str, Any] = logging_config(
+    os.environ.get("LOG_FORMAT", "text"), os.environ.get("LOG_LEVEL", "INFO")
+)
 
 # Graph registry: name -> "package.module:attr" or "path/to/file.py:attr"; the attr is
 # a compiled graph or a callable returning one. See studio/registry.py.
@@ -253,6 +250,19 @@ STUDIO_OPENAI_MODEL = os.environ.get("STUDIO_OPENAI_MODEL", "gpt-4o-mini")
 STUDIO_CHECKPOINT_DB = Path(
     os.environ.get("STUDIO_CHECKPOINT_DB", BASE_DIR / "checkpoints.sqlite3")
 )
+
+# Health checks (studio.observability.health): /readyz wants a worker heartbeat
+# younger than STUDIO_WORKER_STALE_SECONDS while STUDIO_EXPECT_WORKERS is on, and
+# gives each check STUDIO_READYZ_TIMEOUT seconds.
+STUDIO_EXPECT_WORKERS = env_bool("STUDIO_EXPECT_WORKERS", default=True)
+STUDIO_WORKER_STALE_SECONDS = float(os.environ.get("STUDIO_WORKER_STALE_SECONDS", "30"))
+STUDIO_READYZ_TIMEOUT = float(os.environ.get("STUDIO_READYZ_TIMEOUT", "3"))
+# /metrics (studio.observability.metrics) answers a scraper that sends
+# "Authorization: Bearer <STUDIO_METRICS_TOKEN>" or connects from an address in
+# STUDIO_METRICS_ALLOW (comma-separated addresses or networks); with neither set
+# it is off (404). Several processes: PROMETHEUS_MULTIPROC_DIR.
+STUDIO_METRICS_TOKEN = os.environ.get("STUDIO_METRICS_TOKEN", "")
+STUDIO_METRICS_ALLOW = env_list("STUDIO_METRICS_ALLOW", "")
 
 # Purchase approval: above this amount (fen; default 50,000 CNY) a member of
 # senior-reviewers approves after a member of reviewers.

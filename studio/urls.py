@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from studio.observability import views as observability
 from studio.views import graphs, pages, threads
 
 app_name = "studio"
@@ -60,6 +61,9 @@ urlpatterns = [
     path("purchases/", include("studio.purchases.urls")),
     path("api/", include("studio.api.urls")),
     path("account/", include("studio.account.urls")),
+    path("healthz", observability.healthz, name="healthz"),
+    path("readyz", observability.readyz, name="readyz"),
+    path("metrics", observability.metrics_export, name="metrics"),
     # Only the auth views we ship templates for (no e-mail, so no password reset).
     path(
         "accounts/login/",

@@ -20,6 +20,8 @@ class TaskScope:
     """Per-task mutable state; created by the loop, one per task attempt."""
 
     __slots__ = (
+        "attempt",
+        "base_runtime",
         "call_counter",
         "checkpoint_ns",
         "config_factory",
@@ -33,7 +35,7 @@ class TaskScope:
         "resume_map",
         "path",
         "resume",
-        "runtime",
+        "runtime_factory",
         "serde_check",
         "stream_sink",
         "stream_writer",
@@ -43,6 +45,7 @@ class TaskScope:
         "task_writes",
         "call_submit",
         "_config",
+        "_runtime",
     )
 
     def __init__(
@@ -64,13 +67,17 @@ class TaskScope:
         resume_map: dict[str, Any] | None = None,
         message_writer: Callable[[Any], None] | None = None,
         task_writes: list[tuple[str, Any]] | None = None,
+        runtime_factory: Callable[[TaskScope], Any] | None = None,
     ) -> None:
         self.task_id = task_id
         self.name = name
         self.path = path
         self.checkpoint_ns = checkpoint_ns
         self.config_factory = config_factory
-        self.runtime = runtime
+        self.base_runtime = runtime  # the run's; ``runtime`` adds this attempt's info
+        self.runtime_factory = runtime_factory
+        self.attempt = 1
+        self._runtime: Any = None
         self.stream_writer = stream_writer
         self.resume: list[Any] = resume if resume is not None else []
         self.null_resume = null_resume
@@ -95,6 +102,16 @@ class TaskScope:
         if self._config is None:
             self._config = self.config_factory()
         return self._config
+
+    @property
+    def runtime(self) -> Any:
+        """The attempt's Runtime (with its execution info), built on first use."""
+        runtime = self._runtime
+        if runtime is None:
+            factory = self.runtime_factory
+            runtime = factory(self) if factory is not None else self.base_runtime
+            self._runtime = runtime
+        return runtime
 
     def take_null_resume(self) -> Any:
         """Consume the run-wide resume value, if one is waiting; else MISSING."""

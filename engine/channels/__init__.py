@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from engine.channels.any_value import AnyValue, UntrackedValue
+from engine.channels.any_value import AnyValue
 from engine.channels.base import BaseChannel
 from engine.channels.binop import BinaryOperatorAggregate
+from engine.channels.delta import DeltaChannel
 from engine.channels.ephemeral_value import EphemeralValue
 from engine.channels.last_value import LastValue, LastValueAfterFinish
 from engine.channels.named_barrier_value import (
@@ -12,11 +13,13 @@ from engine.channels.named_barrier_value import (
     NamedBarrierValueAfterFinish,
 )
 from engine.channels.topic import Topic
+from engine.channels.untracked_value import UntrackedValue
 
 __all__ = (
     "AnyValue",
     "BaseChannel",
     "BinaryOperatorAggregate",
+    "DeltaChannel",
     "EphemeralValue",
     "LastValue",
     "LastValueAfterFinish",

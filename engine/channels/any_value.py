@@ -1,4 +1,4 @@
-"""AnyValue and UntrackedValue: permissive last-write-wins channels."""
+"""AnyValue: a permissive last-write-wins channel, cleared by an idle step."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any, Generic, Self
 
 from engine._internal._typing import MISSING
 from engine.channels.base import BaseChannel, Value
-from engine.errors import EmptyChannelError, InvalidUpdateError
+from engine.errors import EmptyChannelError
 
-__all__ = ("AnyValue", "UntrackedValue")
+__all__ = ("AnyValue",)
 
 
 class AnyValue(Generic[Value], BaseChannel[Value, Value, Value]):
@@ -51,48 +51,4 @@ class AnyValue(Generic[Value], BaseChannel[Value, Value, Value]):
         return self.value
 
     def checkpoint(self) -> Any:
-        return self.value
-
-
-class UntrackedValue(Generic[Value], BaseChannel[Value, Value, Value]):
-    """Holds the last value written but is never saved in a checkpoint."""
-
-    __slots__ = ("guard", "value")
-
-    def __init__(self, typ: Any, guard: bool = True, key: str = "") -> None:
-        super().__init__(typ, key)
-        self.guard = guard
-        self.value: Any = MISSING
-
-    def copy(self) -> Self:
-        new = type(self)(self.typ, self.guard, self.key)
-        new.value = self.value
-        return new
-
-    def checkpoint(self) -> Any:
-        return MISSING
-
-    def from_checkpoint(self, checkpoint: Any) -> Self:
-        return type(self)(self.typ, self.guard, self.key)
-
-    def update(self, values: Sequence[Value]) -> bool:
-        if not values:
-            return False
-        if len(values) != 1 and self.guard:
-            raise InvalidUpdateError(
-                f"At key {self.key!r}: UntrackedValue can receive only one value per step."
-            )
-        self.value = values[-1]
-        return True
-
-    def get(self) -> Value:
-        if self.value is MISSING:
-            raise EmptyChannelError(self.key)
-        value: Value = self.value
-        return value
-
-    def is_available(self) -> bool:
-        return self.value is not MISSING
-
-    def peek(self) -> Any:
         return self.value

@@ -44,8 +44,11 @@ def _overwrite_value(value: Any) -> Any:
     """The replacement value when ``value`` asks to bypass the reducer, else MISSING."""
     if isinstance(value, Overwrite):
         return value.value
-    if type(value) is dict and len(value) == 1 and _OVERWRITE_KEY in value:
-        return value[_OVERWRITE_KEY]
+    if type(value) is dict:
+        if len(value) == 1 and _OVERWRITE_KEY in value:
+            return value[_OVERWRITE_KEY]
+        if value.get("type") == _OVERWRITE_KEY and "value" in value:
+            return value["value"]  # an Overwrite that went through plain JSON
     return MISSING
 
 

@@ -5,6 +5,7 @@ every fork point (a checkpoint with several children) and every checkpoint with
 an open interrupt; kept checkpoints are re-parented to their nearest kept
 ancestor, so the tree of branches can still be drawn. Afterwards only the
 channel values that kept checkpoints read (delta bases included) stay stored.
+``delete_for_runs`` re-parents the same way (``reparent_survivors``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ from collections.abc import Iterable, Mapping
 
 from engine._internal._constants import ERROR, INTERRUPT, NO_WRITES, RESUME
 
-__all__ = ("BlobKey", "live_blob_keys", "open_interrupts", "plan_prune")
+__all__ = (
+    "BlobKey",
+    "live_blob_keys",
+    "open_interrupts",
+    "plan_prune",
+    "reparent_survivors",
+)
 
 _SPECIAL = frozenset({ERROR, INTERRUPT, RESUME, NO_WRITES})
 
@@ -89,3 +96,29 @@ def live_blob_keys(
             base = base_of[current]
             current = (current[0], current[1], base) if base is not None else None
     return live
+
+
+def reparent_survivors(
+    parents: Mapping[str, str | None], dropped: Iterable[str]
+) -> dict[str, str | None]:
+    """New parents of the checkpoints that stay when ``dropped`` ones are deleted.
+
+    Each kept checkpoint whose parent is dropped moves to its nearest kept
+    ancestor (None when there is none), so the history stays a tree.
+
+    Args:
+        parents: checkpoint id -> parent id (None for roots), one namespace.
+        dropped: the ids being deleted.
+    """
+    gone = set(dropped)
+    moved: dict[str, str | None] = {}
+    for cid, parent in parents.items():
+        if cid in gone or parent not in gone:
+            continue
+        ancestor: str | None = parent
+        seen: set[str] = set()
+        while ancestor is not None and ancestor in gone and ancestor not in seen:
+            seen.add(ancestor)
+            ancestor = parents.get(ancestor)
+        moved[cid] = None if ancestor in gone else ancestor
+    return moved

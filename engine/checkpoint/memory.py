@@ -2,14 +2,17 @@
 
 For tests, notebooks and the embedded studio's throwaway threads. Values go
 through the serializer on the way in, so what works here works in SQLite and
-Postgres too.
+Postgres too. With ``factory=`` the tables can be kept elsewhere, e.g. in a
+:class:`PersistentDict` saved to a file on exit.
 """
 
 from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections import defaultdict
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -29,7 +32,14 @@ from engine.checkpoint._blobs import (
     pack_structure,
     unpack_structure,
 )
-from engine.checkpoint._retention import live_blob_keys, open_interrupts, plan_prune
+from engine.checkpoint._lease import LeaseTable, ThreadLease
+from engine.checkpoint._persistent_dict import PersistentDict
+from engine.checkpoint._retention import (
+    live_blob_keys,
+    open_interrupts,
+    plan_prune,
+    reparent_survivors,
+)
 from engine.checkpoint._writes import encode_task_writes, is_packed, unpack_writes
 from engine.checkpoint.base import (
     EXPECTED_HEAD,
@@ -49,8 +59,11 @@ from engine.checkpoint.base import (
     ttl_deadline,
 )
 from engine.checkpoint.serde.base import SerializerProtocol
+from engine.checkpoint.serde.jsonplus import register_type
 
-__all__ = ("InMemorySaver", "MemorySaver")
+__all__ = ("InMemorySaver", "MemorySaver", "PersistentDict")
+
+register_type(BlobRecord)  # stored in the blobs table, which a PersistentDict saves
 
 _Row = tuple[tuple[str, bytes], tuple[str, bytes], str | None]
 
@@ -70,6 +83,12 @@ class InMemorySaver(BaseCheckpointSaver):
 
     Args:
         serde: serializer (default: tagged JSON).
+        factory: makes each table (checkpoints, writes, values, deadlines):
+            called with a default factory, as ``defaultdict`` is, or with none.
+            Tables that are not plain ``defaultdict``s are entered as context
+            managers when the saver is, and exited with it: with
+            ``PersistentDict`` (loaded by the factory), leaving ``with saver:``
+            saves them.
         default_ttl: seconds after its last write when a thread expires (None: never).
     """
 
@@ -77,24 +96,39 @@ class InMemorySaver(BaseCheckpointSaver):
         self,
         *,
         serde: SerializerProtocol | None = None,
+        factory: Callable[..., defaultdict[Any, Any]] = defaultdict,
         default_ttl: float | None = None,
     ) -> None:
         super().__init__(serde=serde)
-        self.storage: dict[str, dict[str, dict[str, _Row]]] = {}
-        self.blobs: dict[tuple[str, str, str, str], BlobRecord] = {}
+        self.storage: dict[str, dict[str, dict[str, _Row]]] = factory(
+            lambda: defaultdict(dict)
+        )
         self.writes: dict[
             tuple[str, str, str],
             dict[tuple[str, int], tuple[str, str, tuple[str, bytes], str]],
-        ] = {}
-        self.deadlines: dict[str, datetime] = {}
+        ] = factory(dict)
+        self.blobs: dict[tuple[str, str, str, str], BlobRecord] = factory()
+        self.deadlines: dict[str, datetime] = factory()
         self.default_ttl = default_ttl
+        self.leases = LeaseTable()  # never persisted: a lease lives with its process
         self.lock = threading.RLock()
+        self.stack = ExitStack()
+        if factory is not defaultdict:
+            for table in (self.storage, self.writes, self.blobs, self.deadlines):
+                self.stack.enter_context(table)  # type: ignore[arg-type]
 
     def __enter__(self) -> InMemorySaver:
+        self.stack.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        return None
+    def __exit__(self, *exc: Any) -> bool | None:
+        return self.stack.__exit__(*exc)
+
+    async def __aenter__(self) -> InMemorySaver:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return self.__exit__(*exc)
 
     # -- helpers -----------------------------------------------------------------
 
@@ -294,6 +328,7 @@ class InMemorySaver(BaseCheckpointSaver):
         thread_id = str(require_thread_id(config))
         ns = conf.get(CONFIG_KEY_CHECKPOINT_NS, "") or ""
         place = (thread_id, ns)
+        self.leases.check(config)
         if EXPECTED_HEAD in conf:
             head = max(
                 (h for h in (self._head(thread_id, ns), batch_heads.get(place)) if h),
@@ -349,6 +384,7 @@ class InMemorySaver(BaseCheckpointSaver):
         task_path: str = "",
     ) -> None:
         with self.lock:
+            self.leases.check(config)
             self._put_writes(config, writes, task_id, task_path)
 
     def _put_writes(
@@ -448,6 +484,8 @@ class InMemorySaver(BaseCheckpointSaver):
                 ]
             )
         with self.lock:
+            for config, *_ in steps:
+                self.leases.check(config)
             batch_heads: dict[tuple[str, str], str] = {}
             pending: dict[tuple[str, str, str, str], BlobRecord] = {}
             plans = [
@@ -481,6 +519,42 @@ class InMemorySaver(BaseCheckpointSaver):
                 del self.writes[wkey]
             for bkey in [k for k in self.blobs if k[0] == thread_id]:
                 del self.blobs[bkey]
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        wanted = {str(run_id) for run_id in run_ids}
+        if not wanted:
+            return
+        with self.lock:
+            touched: builtins.list[str] = []
+            for thread_id, namespaces in builtins.list(self.storage.items()):
+                for ns, rows in builtins.list(namespaces.items()):
+                    doomed = {
+                        cid
+                        for cid, row in rows.items()
+                        if self._run_of(thread_id, cid, row) in wanted
+                    }
+                    if not doomed:
+                        continue
+                    parents = {cid: row[2] for cid, row in rows.items()}
+                    for cid, parent in reparent_survivors(parents, doomed).items():
+                        cp, meta, _ = rows[cid]
+                        rows[cid] = (cp, meta, parent)
+                    for cid in doomed:
+                        del rows[cid]
+                        self.writes.pop((thread_id, ns, cid), None)
+                    if not rows:
+                        del namespaces[ns]
+                    touched.append(thread_id)
+                if not namespaces:
+                    del self.storage[thread_id]
+            for thread_id in dict.fromkeys(touched):
+                self._gc_blobs(thread_id)
+
+    def _run_of(self, thread_id: str, checkpoint_id: str, row: _Row) -> str | None:
+        where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
+        metadata = load_stored(self.serde, row[1], f"metadata of {where}")
+        run_id = metadata.get("run_id") if isinstance(metadata, dict) else None
+        return None if run_id is None else str(run_id)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         source, target = str(source_thread_id), str(target_thread_id)
@@ -592,6 +666,50 @@ class InMemorySaver(BaseCheckpointSaver):
                 self.delete_thread(thread_id)
         return sorted(expired)
 
+    # -- thread leases (one process: a dict under the saver's lock) -----------------
+
+    supports_leases = True
+
+    def acquire_lease(
+        self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
+    ) -> ThreadLease:
+        with self.lock:
+            return self.leases.acquire(str(thread_id), checkpoint_ns, holder, seconds)
+
+    def renew_lease(
+        self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
+    ) -> bool:
+        with self.lock:
+            return self.leases.renew(str(thread_id), checkpoint_ns, holder, seconds)
+
+    def release_lease(self, thread_id: str, checkpoint_ns: str, holder: str) -> None:
+        with self.lock:
+            self.leases.release(str(thread_id), checkpoint_ns, holder)
+
+    def get_lease(self, thread_id: str, checkpoint_ns: str) -> ThreadLease | None:
+        with self.lock:
+            return self.leases.get(str(thread_id), checkpoint_ns)
+
+    async def aacquire_lease(
+        self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
+    ) -> ThreadLease:
+        return self.acquire_lease(thread_id, checkpoint_ns, holder, seconds)
+
+    async def arenew_lease(
+        self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
+    ) -> bool:
+        return self.renew_lease(thread_id, checkpoint_ns, holder, seconds)
+
+    async def arelease_lease(
+        self, thread_id: str, checkpoint_ns: str, holder: str
+    ) -> None:
+        self.release_lease(thread_id, checkpoint_ns, holder)
+
+    async def aget_lease(
+        self, thread_id: str, checkpoint_ns: str
+    ) -> ThreadLease | None:
+        return self.get_lease(thread_id, checkpoint_ns)
+
     # -- async twins ---------------------------------------------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -656,6 +774,9 @@ class InMemorySaver(BaseCheckpointSaver):
 
     async def adelete_thread(self, thread_id: str) -> None:
         self.delete_thread(thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self.delete_for_runs(run_ids)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         self.copy_thread(source_thread_id, target_thread_id)

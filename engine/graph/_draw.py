@@ -66,10 +66,14 @@ def draw_state_graph(
         for src in starts:
             drawable.add_edge(Edge(src, dst, join=True))
         ends_reached |= dst == END
+    # a route that a plain edge already draws is drawn once, plain (as LangGraph)
+    plain = {(e.source, e.target) for e in drawable.edges}
     for src, branches in builder.branches.items():
         for branch in branches.values():
             if branch.ends:
                 for label, target in branch.ends.items():
+                    if (src, target) in plain:
+                        continue
                     drawable.add_edge(
                         Edge(
                             src,
@@ -81,7 +85,7 @@ def draw_state_graph(
                     ends_reached |= target == END
             else:
                 for target in [*builder.nodes, END]:
-                    if target != src:
+                    if target != src and (src, target) not in plain:
                         drawable.add_edge(Edge(src, target, conditional=True))
                 ends_reached = True
     for name, spec in builder.nodes.items():

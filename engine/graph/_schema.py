@@ -18,6 +18,7 @@ import typing_extensions
 from engine._internal._fields import annotated_keys, is_pydantic_model
 from engine.channels.base import BaseChannel
 from engine.channels.binop import BinaryOperatorAggregate
+from engine.channels.delta import DeltaChannel
 from engine.channels.last_value import LastValue
 from engine.errors import (
     ErrorCode,
@@ -99,6 +100,8 @@ def _channel_for(
 ) -> BaseChannel[Any, Any, Any]:
     base, metadata = _unwrap(annotation)
     for item in reversed(metadata):
+        if isinstance(item, DeltaChannel):
+            return item.with_type(base, key=key)  # its type comes from the field
         if isinstance(item, BaseChannel):
             item.key = key
             return item

@@ -69,6 +69,7 @@ from engine.types import (
     Send,
     TimeoutPolicy,
     TracePolicy,
+    ensure_valid_checkpointer,
 )
 
 __all__ = ("CompiledStateGraph", "NodePolicies", "StateGraph", "StateNodeSpec")
@@ -646,6 +647,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         interrupt_after: All | Sequence[str] | None = None,
         debug: bool = False,
         name: str | None = None,
+        transformers: Sequence[Callable[[tuple[str, ...]], Any]] | None = None,
         strict_input: bool = False,
     ) -> CompiledStateGraph:
         """Validate the graph and turn it into a runnable :class:`CompiledStateGraph`.
@@ -659,15 +661,21 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 as LangGraph does (so a node can call a subgraph with its whole
                 state); turn this on where a stray key is a mistake or an attack,
                 e.g. a client sending a field the server must set.
+            transformers: stream transformer classes (or ``scope -> transformer``
+                factories) that every ``stream_events(version="v3")`` run of the
+                compiled graph registers after the built-in ones (see
+                :mod:`engine.stream`).
 
         Raises:
             GraphValidationError: an edge, branch, destination or interrupt names
                 an unknown node, or a synchronous node has a timeout (a
                 ``ValueError``, as in LangGraph).
+            TypeError: ``checkpointer`` is none of the above.
 
         Example:
             >>> graph = builder.compile(checkpointer=saver, strict_input=True)
         """
+        checkpointer = ensure_valid_checkpointer(checkpointer)
         before = interrupt_before or ()
         after = interrupt_after or ()
         self.validate(
@@ -687,6 +695,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             name=name or "LangGraph",
             strict_input=strict_input,
         )
+        if transformers:
+            compiled.stream_transformers = tuple(transformers)
         self.compiled = True
         return compiled
 

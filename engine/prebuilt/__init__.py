@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from engine.prebuilt._tool_call_transformer import ToolCallTransformer
+from engine.prebuilt.chat_agent_executor import create_react_agent
 from engine.prebuilt.chat_model import (
     ChatModel,
     ScriptedChatModel,
     acall_model,
     call_model,
 )
-from engine.prebuilt.react_agent import create_react_agent
 from engine.prebuilt.tool_node import (
     InjectedState,
     InjectedStore,
@@ -16,6 +17,7 @@ from engine.prebuilt.tool_node import (
     ToolRuntime,
     tools_condition,
 )
+from engine.prebuilt.tool_validator import ValidationNode
 from engine.prebuilt.tools import Tool, as_tool, tool
 
 __all__ = (
@@ -24,8 +26,10 @@ __all__ = (
     "InjectedStore",
     "ScriptedChatModel",
     "Tool",
+    "ToolCallTransformer",
     "ToolNode",
     "ToolRuntime",
+    "ValidationNode",
     "acall_model",
     "as_tool",
     "call_model",

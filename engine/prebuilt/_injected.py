@@ -17,6 +17,8 @@ from typing import Any, Generic, TypeVar, get_args, get_origin
 
 from engine._internal._scope import current_scope
 from engine._internal._typing import RunnableConfig
+from engine.prebuilt._tool_events import emit_output_delta
+from engine.runtime import ExecutionInfo, ServerInfo
 
 __all__ = (
     "Injection",
@@ -79,10 +81,25 @@ class ToolRuntime(Generic[ContextT, StateT]):
     """The graph's store, or ``None``."""
     tools: list[Any] = field(default_factory=list)
     """The tools of the ToolNode running this call."""
-    execution_info: Any = None
-    """Kept for LangGraph compatibility; always ``None`` here."""
-    server_info: Any = None
-    """Kept for LangGraph compatibility; always ``None`` here."""
+    execution_info: ExecutionInfo | None = None
+    """The running task's :class:`~engine.runtime.ExecutionInfo` (ids, attempt);
+    ``None`` outside a graph."""
+    server_info: ServerInfo | None = None
+    """Who runs the graph on a server (:class:`~engine.runtime.ServerInfo`), or ``None``."""
+
+    def emit_output_delta(self, delta: Any) -> None:
+        """Stream a piece of this call's output before it returns.
+
+        It becomes a ``tool-output-delta`` event (``{"event": "tool-output-delta",
+        "tool_call_id", "delta"}``) on the ``tools`` stream mode, and a delta of
+        the call's handle on a v3 run's ``run.tool_calls`` (with
+        :class:`~engine.prebuilt.ToolCallTransformer`). When the run does not
+        stream ``tools`` it does nothing, so tools may call it unconditionally.
+
+        Args:
+            delta: any value; streamed as given.
+        """
+        emit_output_delta(delta)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +161,8 @@ def tool_runtime(
         tool_call_id=call.get("id"),
         store=runtime.store if runtime is not None else None,
         tools=tools,
+        execution_info=runtime.execution_info if runtime is not None else None,
+        server_info=runtime.server_info if runtime is not None else None,
     )
 
 

@@ -51,6 +51,7 @@ from engine.prebuilt._injected import (
     injected_values,
     tool_runtime,
 )
+from engine.prebuilt._tool_events import ToolCallReport, reporting_tool_call
 from engine.prebuilt.tools import Tool, as_tool
 from engine.types import Command, Send
 
@@ -482,13 +483,12 @@ class ToolNode:
             return self._unknown_tool(call, lc)
         # injection errors (no store...) are the graph's, never answered
         args, injected = self._arguments(request)
-        try:
-            response = self._call_tool(tool, request, args, injected)
-            return self._normalize(response, call, input_type, lc)
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:
-            return self._handle(exc, call, lc)
+        with reporting_tool_call(call, tool.name, args) as report:
+            try:
+                response = self._call_tool(tool, request, args, injected)
+            except Exception as exc:
+                return self._failed(exc, call, lc, report)
+            return self._answer(response, call, input_type, lc, report)
 
     async def _aexecute(
         self, request: ToolCallRequest, input_type: InputType, lc: bool
@@ -497,15 +497,50 @@ class ToolNode:
         if tool is None:
             return self._unknown_tool(call, lc)
         args, injected = self._arguments(request)
-        try:
-            response = await self._call_tool(
-                tool, request, args, injected, asynchronous=True
+        with reporting_tool_call(call, tool.name, args) as report:
+            try:
+                response = await self._call_tool(
+                    tool, request, args, injected, asynchronous=True
+                )
+            except Exception as exc:
+                return self._failed(exc, call, lc, report)
+            return self._answer(response, call, input_type, lc, report)
+
+    def _failed(
+        self,
+        error: Exception,
+        call: dict[str, Any],
+        lc: bool,
+        report: ToolCallReport | None,
+    ) -> Any:
+        """The tool raised: report it, then answer it (or raise, see
+        ``handle_tool_errors``)."""
+        if report is not None:
+            # bad arguments are reported as the validation error, as LangChain's
+            # tools report them
+            report.failed(
+                error.source if isinstance(error, ToolInvocationError) else error
             )
-            return self._normalize(response, call, input_type, lc)
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:
+        return self._handle(error, call, lc)
+
+    def _answer(
+        self,
+        response: Any,
+        call: dict[str, Any],
+        input_type: InputType,
+        lc: bool,
+        report: ToolCallReport | None,
+    ) -> Any:
+        """The tool's result as its answer; reported as the call's output."""
+        try:
+            answer = self._normalize(response, call, input_type, lc)
+        except Exception as exc:  # an ill-formed Command or list: the tool did finish
+            if report is not None:
+                report.finished(response)
             return self._handle(exc, call, lc)
+        if report is not None:
+            report.finished(answer)
+        return answer
 
     def _wrapper_failed(self, error: Exception, call: dict[str, Any], lc: bool) -> Any:
         if not self.handle_tool_errors:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from engine.pregel._read import PregelNode
-from engine.pregel.main import Pregel
+from engine.pregel._write import ChannelWriteEntry
+from engine.pregel.main import NodeBuilder, Pregel
 
-__all__ = ("Pregel", "PregelNode")
+__all__ = ("ChannelWriteEntry", "NodeBuilder", "Pregel", "PregelNode")

@@ -30,7 +30,7 @@ from engine.pregel._call import NodeCallable, is_async_callable
 from engine.pregel._persist import background_pool
 from engine.pregel._read import PregelNode
 from engine.pregel._retry import arun_task, run_task
-from engine.types import CachePolicy, RetryPolicy
+from engine.types import CachePolicy, RetryPolicy, TimeoutPolicy
 
 if TYPE_CHECKING:
     from engine.pregel._loop import PregelLoop
@@ -73,7 +73,10 @@ class CallFuture(concurrent.futures.Future[Any]):
 
 
 def _call_node(
-    name: str, func: Callable[..., Any], retry: Sequence[RetryPolicy]
+    name: str,
+    func: Callable[..., Any],
+    retry: Sequence[RetryPolicy],
+    timeout: TimeoutPolicy | None = None,
 ) -> PregelNode:
     if is_async_callable(func):
 
@@ -94,6 +97,7 @@ def _call_node(
         bound=bound,
         writers=[_write_return],
         retry_policy=retry,
+        timeout=timeout,
     )
 
 
@@ -111,6 +115,7 @@ def submit_call(
     *,
     retry_policy: Sequence[RetryPolicy] = (),
     cache_policy: CachePolicy[Any] | None = None,
+    timeout: TimeoutPolicy | None = None,
 ) -> Any:
     """Schedule a call of ``func`` made by the task running in ``caller``.
 
@@ -120,7 +125,7 @@ def submit_call(
     index = caller.task_calls
     caller.task_calls += 1
     call_id = task_id_for(caller.task_id, "call", index, name)
-    node = _call_node(name, func, retry_policy)
+    node = _call_node(name, func, retry_policy, timeout)
     parent_ns = (
         caller.checkpoint_ns.rsplit("|", 1)[0] if "|" in caller.checkpoint_ns else ""
     )

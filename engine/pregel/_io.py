@@ -8,7 +8,13 @@ from typing import Any
 from engine._internal._constants import INTERRUPT, NO_WRITES, START, TASKS
 from engine._internal._typing import MISSING
 
-__all__ = ("format_chunk", "format_part", "map_input", "writes_update")
+__all__ = (
+    "format_chunk",
+    "format_part",
+    "keyed_update",
+    "map_input",
+    "writes_update",
+)
 
 _SPECIAL = frozenset({NO_WRITES, TASKS})
 
@@ -46,6 +52,20 @@ def writes_update(
     if repeated is not None:
         return repeated
     return update or None
+
+
+def keyed_update(
+    writes: Sequence[tuple[str, Any]], keys: str | frozenset[str] | set[str]
+) -> Any:
+    """A task's ``updates`` chunk for ``keys``: its writes to them (one key given
+    as a string: the value itself, a list when written several times; None
+    when not written)."""
+    if isinstance(keys, str):
+        values = [value for chan, value in writes if chan == keys]
+        if not values:
+            return None
+        return values[0] if len(values) == 1 else values
+    return writes_update(writes, keys)
 
 
 def format_chunk(

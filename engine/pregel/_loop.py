@@ -71,9 +71,17 @@ from engine.pregel._algo import (
     should_interrupt,
     task_path_str,
 )
+from engine.pregel._delta import (
+    COUNTERS_KEY,
+    advance_counters,
+    channels_to_snapshot,
+    delta_channel_names,
+    reset_counters,
+)
+from engine.pregel._io import keyed_update
 from engine.pregel._persist import AsyncPersistence, SyncPersistence, TaskWrites
 from engine.pregel._subgraph import ReplayBound
-from engine.runtime import Runtime
+from engine.runtime import ExecutionInfo, Runtime
 from engine.types import Command, Interrupt, Send
 
 if TYPE_CHECKING:
@@ -90,6 +98,7 @@ Status = Literal[
     "interrupt_before",
     "interrupt_after",
     "out_of_steps",
+    "draining",
 ]
 SPECIAL_WRITES = frozenset({ERROR, INTERRUPT, RESUME, NO_WRITES})
 
@@ -142,6 +151,7 @@ class PregelLoop:
         self.interrupt_before = interrupt_before
         self.interrupt_after = interrupt_after
         self.runtime = runtime
+        self.control = runtime.control
         self.is_nested = is_nested
         self.output_keys = output_keys
         self.stream_keys = stream_keys
@@ -164,6 +174,7 @@ class PregelLoop:
         self.live_ephemeral: set[str] = set()
         self._bumped: set[str] | None = set() if checkpointer is not None else None
         self._saved_values: dict[str, Any] = {}
+        self._delta_names = delta_channel_names(graph.channels)
         self._saved_versions: dict[str, Any] = {}
         self._null_resume: Any = MISSING
         self._resume_by_task: dict[str, list[Any]] = {}
@@ -187,6 +198,13 @@ class PregelLoop:
         self.step_interrupted = False
         self._last_saved_id: str | None = None
         self._unsaved = False
+        self.resumed = False  # continued from a saved checkpoint (set by start)
+        self.lifecycle: Any = None  # graph callback manager, when handlers exist
+        # an output channel was written (or the run resumed): else invoke gives None
+        self.output_written = False
+        self.update_keys: str | frozenset[str] | None = None  # stream(output_keys=)
+        self._paused_results: list[tuple[PregelExecutableTask, list[Interrupt]]] = []
+        self.lease: Any = None  # the run's thread lease (``_lease.ThreadHold``)
 
     # -- start -------------------------------------------------------------------
 
@@ -236,6 +254,8 @@ class PregelLoop:
                 previous=None if previous is MISSING else previous
             )
         self._saved_values = dict(values)
+        for name in self._delta_names:  # rebuilt on load, not stored
+            self._saved_values.pop(name, None)
         self._saved_versions = checkpoint["channel_versions"]
         versions = checkpoint["channel_versions"]
         self._max_version = max(versions.values()) if versions else None
@@ -350,10 +370,12 @@ class PregelLoop:
                 self._null_resume = value
         if resuming:
             # subgraphs run by the first step's tasks continue from their checkpoints
+            self.resumed = True
             self.configurable[CONFIG_KEY_RESUMING] = True
             seen = dict(self.checkpoint["versions_seen"].get(INTERRUPT, {}))
             seen.update(self.checkpoint["channel_versions"])
             self.checkpoint["versions_seen"][INTERRUPT] = seen
+            self.output_written = True  # LangGraph streams the state on resume
             if "values" in self.modes:
                 self._emit("values", self.output_values())
             self.status = "pending"
@@ -552,6 +574,13 @@ class PregelLoop:
             self.status = "interrupt_before"
             self._mark_breakpoint()
             return False
+        # a drain stops here, once the last step is saved; after the breakpoint
+        # check, so that a resume past a breakpoint still stops at it
+        if self.control is not None and self.control.drain_requested:
+            self.status = "draining"
+            return False
+        if self.lease is not None:  # a clock read, unless the lease was lost
+            self.lease.check()
         if "tasks" in self.modes or "debug" in self.modes:
             for task in self.tasks.values():
                 if TAG_HIDDEN not in task.node.tags and not task.writes:
@@ -614,6 +643,25 @@ class PregelLoop:
             else None,
             call_submit=self._submit_call,
             task_writes=task.writes,
+            runtime_factory=lambda scope: self._task_runtime(task, scope),
+        )
+
+    def _task_runtime(
+        self, task: PregelExecutableTask, scope: TaskScope
+    ) -> Runtime[Any]:
+        """The Runtime a task attempt sees: the run's, with its ExecutionInfo."""
+        runtime: Runtime[Any] = scope.base_runtime
+        return runtime.override(
+            stream_writer=scope.stream_writer,  # an idle timeout's, when it has one
+            execution_info=ExecutionInfo(
+                checkpoint_id=self.checkpoint["id"],
+                checkpoint_ns=task.ns,
+                task_id=task.id,
+                thread_id=self.thread_id,
+                run_id=runtime.run_id,
+                node_attempt=scope.attempt,
+                node_first_attempt_time=task.started or None,
+            )
         )
 
     # -- @task calls and caching -------------------------------------------------
@@ -627,6 +675,7 @@ class PregelLoop:
         kwargs: dict[str, Any],
         retry_policy: Sequence[Any] = (),
         cache_policy: Any = None,
+        timeout: Any = None,
     ) -> Any:
         from engine.pregel._calls import submit_call  # noqa: PLC0415 - avoids a cycle
 
@@ -639,6 +688,7 @@ class PregelLoop:
             kwargs,
             retry_policy=retry_policy,
             cache_policy=cache_policy,
+            timeout=timeout,
         )
 
     def call_result(self, call_id: str) -> Any:
@@ -702,8 +752,8 @@ class PregelLoop:
             payload: dict[str, Any] = {
                 "id": task.id,
                 "name": task.name,
-                "error": None if error is None else f"{type(error).__name__}({error})",
-                "result": result,
+                "error": error,
+                "result": {} if error is not None else result,
                 "interrupts": [],
             }
             self._emit("tasks", payload)
@@ -785,19 +835,33 @@ class PregelLoop:
         return updates
 
     def _message_metadata(self, task: PregelExecutableTask) -> dict[str, Any]:
+        """A task's metadata as LangGraph puts it in its runs' callbacks: the
+        config's (``lc_agent_name``...), the task's ``langgraph_*`` keys, the
+        node's own metadata and the thread id."""
         metadata: dict[str, Any] = {
+            **self.config.get("metadata", {}),
             "langgraph_step": self.step,
             "langgraph_node": task.name,
             "langgraph_triggers": tuple(task.triggers),
             "langgraph_path": task.path,
             "langgraph_checkpoint_ns": task.ns,
         }
+        if node_metadata := getattr(task.node, "metadata", None):
+            metadata.update(node_metadata)
         if self.thread_id is not None:
-            metadata["thread_id"] = self.thread_id
+            metadata.setdefault("thread_id", self.thread_id)
         return metadata
 
     def _message_writer(self, task: PregelExecutableTask) -> Callable[[Any], None]:
+        # streamed chunks come from a model run, whose metadata also has its tags
         metadata = self._message_metadata(task)
+        tags = [
+            tag
+            for tag in (*self.config.get("tags", ()), *task.node.tags)
+            if not tag.startswith("seq:step")
+        ]
+        if tags:
+            metadata["tags"] = tags
         sink, ns, streamed = self.sink, self.ns, self._streamed_messages
 
         def write(chunk: Any) -> None:
@@ -809,17 +873,24 @@ class PregelLoop:
         return write
 
     def _emit_messages(self, task: PregelExecutableTask) -> None:
-        """Messages a node wrote to a message list, unless their tokens were streamed."""
+        """Messages a node wrote to a message list, unless their tokens were streamed
+        or the node was given them (LangGraph's handler skips both)."""
         metadata: dict[str, Any] | None = None
         for chan, value in task.writes:
             channel = self.channels.get(chan)
             operator = getattr(channel, "operator", None)
             if getattr(operator, "__name__", "") != "add_messages":
                 continue
+            given: set[Any] | None = None
             for message in value if isinstance(value, list) else [value]:
                 message_id = _message_id(message)
                 if message_id is not None and message_id in self._streamed_messages:
                     continue
+                if message_id is not None:
+                    if given is None:
+                        given = _given_message_ids(task.input, chan)
+                    if message_id in given:
+                        continue
                 if metadata is None:
                     metadata = self._message_metadata(task)
                 if message_id is not None:
@@ -856,16 +927,7 @@ class PregelLoop:
     def task_config(self, task: PregelExecutableTask) -> dict[str, Any]:
         """The RunnableConfig a node sees (LangGraph's keys and metadata)."""
         config = self.config
-        metadata = {
-            **config.get("metadata", {}),
-            "langgraph_step": self.step,
-            "langgraph_node": task.name,
-            "langgraph_triggers": tuple(task.triggers),
-            "langgraph_path": task.path,
-            "langgraph_checkpoint_ns": task.ns,
-        }
-        if self.thread_id is not None:
-            metadata.setdefault("thread_id", self.thread_id)
+        metadata = self._message_metadata(task)
         checkpoint_map = dict(self.configurable.get(CONFIG_KEY_CHECKPOINT_MAP, {}))
         checkpoint_map[self.checkpoint_ns] = self.checkpoint["id"]
         configurable = {
@@ -914,9 +976,10 @@ class PregelLoop:
         if error is None:
             if not task.writes:
                 task.writes.append((NO_WRITES, None))
-            if TAG_HIDDEN in task.node.tags:
+            if TAG_HIDDEN in task.node.tags and not self._writes_delta(task):
                 # the input step: re-running it from the saved input is free, so its
-                # writes are not stored (the input is not serialized a third time)
+                # writes are not stored (the input is not serialized a third time);
+                # a delta channel is rebuilt from stored writes, so then they are
                 self._emit_task_output(task, cached=False)
                 return
             if last and self.durability != "exit" and not self.interrupts:
@@ -941,16 +1004,30 @@ class PregelLoop:
                 self._save_writes(task.id, path, [(INTERRUPT, interrupts)])
             self.interrupts.extend(interrupts)
             self._flush_deferred()
-            self._emit_task_result(task, None, interrupts)
+            if "tasks" in self.modes or "debug" in self.modes:
+                # streamed after the pause's values, as LangGraph orders them
+                self._paused_results.append((task, interrupts))
             return
         task.writes.clear()
         self._save_writes(task.id, path, [(ERROR, error_payload(error))])
         self._flush_deferred()
         self._emit_task_result(task, error, [])
 
+    def _writes_delta(self, task: PregelExecutableTask) -> bool:
+        names = self._delta_names
+        return bool(names) and any(chan in names for chan, _ in task.writes)
+
     def step_failed(self) -> None:
         """A task failed: make sure every finished sibling's writes are saved."""
         self._flush_deferred()
+        self.emit_paused_results()
+
+    def emit_paused_results(self) -> None:
+        """Stream the ``tasks``/``debug`` results of the tasks that paused on an
+        interrupt (the driver calls it after the pause's final ``values``)."""
+        results, self._paused_results = self._paused_results, []
+        for task, interrupts in results:
+            self._emit_task_result(task, None, interrupts)
 
     @property
     def executor(self) -> Any:
@@ -1024,6 +1101,11 @@ class PregelLoop:
         tasks = list(self.tasks.values())
         step_done = time.time()
         self.updated_channels = self._apply(tasks)
+        if not self.output_written:
+            keys = self.output_keys
+            self.output_written = not self.updated_channels.isdisjoint(
+                (keys,) if isinstance(keys, str) else keys
+            )
         if "values" in self.modes and not self.updated_channels.isdisjoint(
             (self.stream_keys,)
             if isinstance(self.stream_keys, str)
@@ -1165,6 +1247,12 @@ class PregelLoop:
         self._planned = self._plan(checkpoint, self.step + 1)
         self._planned_for = (checkpoint["id"], self.step + 1)
         metadata["next"] = next_names(self._planned, self.graph.node_index)
+        if self._delta_names:
+            metadata[COUNTERS_KEY] = advance_counters(
+                self.checkpoint_metadata.get(COUNTERS_KEY),
+                self._delta_names,
+                self.updated_channels,
+            )
         self.checkpoint_metadata = metadata  # type: ignore[assignment]
         self.prev_checkpoint_config = (
             self._config_for(self._last_saved_id)
@@ -1207,6 +1295,8 @@ class PregelLoop:
         }
         if deltas := self._deltas(new_versions):
             snapshot["channel_deltas"] = deltas
+        if self._delta_names:
+            self._store_delta_snapshots(snapshot, metadata, new_versions)
         conf: dict[str, Any] = {
             CONFIG_KEY_THREAD_ID: self.thread_id,
             CONFIG_KEY_CHECKPOINT_NS: self.checkpoint_ns,
@@ -1232,6 +1322,26 @@ class PregelLoop:
         self._last_saved_id = snapshot["id"]
         self._unsaved = False
         self._emitted_checkpoint = False
+
+    def _store_delta_snapshots(
+        self, snapshot: Checkpoint, metadata: dict[str, Any], changed: Mapping[str, Any]
+    ) -> None:
+        """Put the delta channels due a snapshot in ``snapshot`` (see ``_delta``)."""
+        counters = metadata.get(COUNTERS_KEY) or {}
+        replayable = (
+            metadata.get("source") == "loop"
+            and self.durability != "exit"
+            and self._fence
+        )
+        chosen = channels_to_snapshot(
+            self.channels, self._delta_names, counters, changed, replayable=replayable
+        )
+        if chosen:
+            values = dict(snapshot["channel_values"])
+            for name in chosen:
+                values[name] = self.channels[name].get()
+            snapshot["channel_values"] = values
+        reset_counters(metadata, counters, chosen)
 
     def _deltas(self, new_versions: Mapping[str, Any]) -> dict[str, tuple[Any, int]]:
         deltas: dict[str, tuple[Any, int]] = {}
@@ -1324,7 +1434,14 @@ class PregelLoop:
         return channels
 
     def output(self) -> Any:
-        """What ``invoke`` returns: output values, plus ``__interrupt__`` when paused."""
+        """What ``invoke`` returns: output values, plus ``__interrupt__`` when paused.
+
+        None when the run neither wrote an output channel nor resumed nor paused
+        on an interrupt, as LangGraph (whose ``invoke`` returns the last ``values``
+        chunk, and there is none then).
+        """
+        if not self.output_written and not self.interrupts:
+            return None
         values = self.graph.map_output(self.output_values(with_pending=True))
         if self.interrupts and isinstance(values, dict):
             values = {**values, INTERRUPT: list(self.interrupts)}
@@ -1358,7 +1475,12 @@ class PregelLoop:
         if not modes or TAG_HIDDEN in task.node.tags:
             return
         if "updates" in modes:
-            update = self.graph.task_update(task)
+            keys = self.update_keys
+            update = (
+                self.graph.task_update(task)
+                if keys is None
+                else keyed_update(task.writes, keys)
+            )
             chunk: dict[str, Any] = {task.name: update}
             if cached:
                 chunk["__metadata__"] = {"cached": True}
@@ -1392,9 +1514,9 @@ class PregelLoop:
         payload: dict[str, Any] = {
             "id": task.id,
             "name": task.name,
-            "error": None if error is None else f"{type(error).__name__}({error})",
+            "error": error,  # the exception itself, as LangGraph
             "result": result,
-            "interrupts": [{"id": i.id, "value": i.value} for i in interrupts],
+            "interrupts": [_interrupt_dict(i) for i in interrupts],
         }
         if cached:
             payload["cached"] = True  # the writes came from the node's cache
@@ -1488,6 +1610,24 @@ def _message_id(message: Any) -> Any:
     if isinstance(message, dict):
         return message.get("id")
     return getattr(message, "id", None)
+
+
+def _interrupt_dict(interrupt: Interrupt) -> dict[str, Any]:
+    """An interrupt in a ``tasks`` payload (LangGraph's keys and order)."""
+    return {
+        "value": interrupt.value,
+        "id": interrupt.id,
+        "response_schema": interrupt.response_schema,
+    }
+
+
+def _given_message_ids(state: Any, key: str) -> set[Any]:
+    """Ids of the messages a task's input holds under ``key``."""
+    value = state.get(key) if isinstance(state, dict) else getattr(state, key, None)
+    if value is None:
+        return set()
+    items = value if isinstance(value, (list, tuple)) else [value]
+    return {i for i in map(_message_id, items) if i is not None}
 
 
 def _plain(value: Any) -> bool:

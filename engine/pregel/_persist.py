@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from engine._internal._constants import CONF
 from engine._internal._typing import RunnableConfig
 from engine.checkpoint.base import (
     BaseCheckpointSaver,
@@ -120,11 +121,21 @@ class SyncPersistence:
     per batch instead of once per step (group commit), in order.
     """
 
-    __slots__ = ("_cond", "_error", "_queue", "_running", "background", "saver")
+    __slots__ = (
+        "_cond",
+        "_error",
+        "_queue",
+        "_running",
+        "background",
+        "fence",
+        "saver",
+    )
 
     def __init__(self, saver: BaseCheckpointSaver, background: bool) -> None:
         self.saver = saver
         self.background = background
+        self.fence: dict[str, Any] | None = None
+        """Config keys every save carries: the run's thread lease (``_lease``)."""
         self._queue: deque[Saved] = deque()
         self._running = False
         self._error: BaseException | None = None
@@ -181,6 +192,8 @@ class SyncPersistence:
         task_id: str,
         path: str,
     ) -> None:
+        if self.fence is not None:
+            config = _fenced(config, self.fence)
         if self.background:
             self._submit(((config, [(task_id, path, writes)], None, None, {}), None))
         else:
@@ -195,6 +208,8 @@ class SyncPersistence:
         new_versions: ChannelVersions,
         on_saved: Callable[[float], None] | None = None,
     ) -> None:
+        if self.fence is not None:
+            config = _fenced(config, self.fence)
         if self.background:
             self._submit(
                 ((config, task_writes, checkpoint, metadata, new_versions), on_saved)
@@ -217,11 +232,13 @@ class AsyncPersistence:
     """Saves for an asyncio run: one lane task on the event loop, in order, batched
     like :class:`SyncPersistence`'s background lane."""
 
-    __slots__ = ("_error", "_idle", "_lane", "_queue", "background", "saver")
+    __slots__ = ("_error", "_idle", "_lane", "_queue", "background", "fence", "saver")
 
     def __init__(self, saver: BaseCheckpointSaver, background: bool) -> None:
         self.saver = saver
         self.background = background
+        self.fence: dict[str, Any] | None = None
+        """Config keys every save carries: the run's thread lease (``_lease``)."""
         self._queue: deque[Saved] = deque()
         self._lane: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
@@ -286,6 +303,8 @@ class AsyncPersistence:
         task_id: str,
         path: str,
     ) -> None:
+        if self.fence is not None:
+            config = _fenced(config, self.fence)
         self._submit(((config, [(task_id, path, writes)], None, None, {}), None))
 
     def put_step(
@@ -297,6 +316,8 @@ class AsyncPersistence:
         new_versions: ChannelVersions,
         on_saved: Callable[[float], None] | None = None,
     ) -> None:
+        if self.fence is not None:
+            config = _fenced(config, self.fence)
         self._submit(
             ((config, task_writes, checkpoint, metadata, new_versions), on_saved)
         )
@@ -315,6 +336,11 @@ class AsyncPersistence:
         if self._error is not None:
             error, self._error = self._error, None
             raise error
+
+
+def _fenced(config: RunnableConfig, fence: dict[str, Any]) -> RunnableConfig:
+    """``config`` whose ``configurable`` also carries ``fence`` (a lease's key)."""
+    return {**config, CONF: {**config.get(CONF, {}), **fence}}
 
 
 def _silence(future: Future[Any] | asyncio.Future[Any]) -> None:

@@ -2,6 +2,14 @@
 
 A failed or timed-out attempt's writes are discarded before the next attempt.
 Interrupts and parent commands are never retried.
+
+A task's timeout is its ``Send``'s, else its node's (``add_node(timeout=)``,
+``@task(timeout=)``, ``@entrypoint(timeout=)``). A timed-out attempt raises
+:class:`~engine.errors.NodeTimeoutError`, which the retry policy may retry. An
+async node is cancelled when its time is up, in async runs and in sync runs
+alike (there it runs on its own event loop). A sync node cannot be cancelled:
+an async run stops waiting for it (its thread finishes in the background, its
+writes are dropped), a sync run refuses the timeout with ``ValueError``.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from engine._internal._scope import reset_scope, set_scope
+from engine._internal._tracing import tracing_of
 from engine.errors import (
     GraphBubbleUp,
     NodeCancelledError,
@@ -20,6 +29,7 @@ from engine.errors import (
     NodeTimeoutError,
     ParentCommand,
 )
+from engine.pregel._call import NodeCallable
 from engine.pregel._messages import langchain_messages
 from engine.types import RetryPolicy, TimeoutPolicy
 
@@ -138,26 +148,86 @@ def _handle_error(
         reset_scope(token)
 
 
+def task_timeout(task: PregelExecutableTask) -> TimeoutPolicy | None:
+    """The task's timeout: its ``Send``'s when it has one, else its node's."""
+    send = task.send
+    if send is not None and send.timeout is not None:
+        return send.timeout
+    return task.node.timeout
+
+
+def _cancellable(bound: NodeCallable) -> bool:
+    return bound.is_async or (bound.is_runnable and bound.afunc is not None)
+
+
+def sync_timeout_refused(name: str) -> ValueError:
+    """The error for a timeout on a synchronous node in a synchronous run."""
+    return ValueError(
+        f"Node {name!r} is synchronous and has a timeout: a sync function cannot be "
+        "cancelled, so timeouts need an async node (or an async run: ainvoke/astream)."
+    )
+
+
+def _invoke_timed(
+    loop: PregelLoop,
+    task: PregelExecutableTask,
+    scope: TaskScope,
+    timeout: TimeoutPolicy,
+) -> Any:
+    """One attempt of an async node with a timeout, from sync code: on its own loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_attempt_async(loop, task, scope, timeout))
+    raise RuntimeError(
+        "An async node was reached from a synchronous call inside a running event loop; "
+        "use `await graph.ainvoke(...)` / `graph.astream(...)` instead."
+    )
+
+
 def run_task(
     loop: PregelLoop,
     task: PregelExecutableTask,
     scope_factory: Callable[[], TaskScope] | None = None,
 ) -> BaseException | None:
     """Run a task in this thread. Returns its failure (or pause signal), None on success."""
+    tracing = tracing_of(loop)
+    if tracing is not None:  # inside the task's span (engine._internal._tracing)
+        return tracing.run_task(
+            task, loop.step, lambda: _run_task(loop, task, scope_factory)
+        )
+    return _run_task(loop, task, scope_factory)
+
+
+def _run_task(
+    loop: PregelLoop,
+    task: PregelExecutableTask,
+    scope_factory: Callable[[], TaskScope] | None,
+) -> BaseException | None:
     loop.task_started(task)
     node = task.node
     policies = task.retry_policy or loop.graph.retry_policy
+    timeout = task_timeout(task)
+    if timeout is not None and not _cancellable(node.bound):
+        return sync_timeout_refused(task.name)
     attempt = 0
     while True:
         attempt += 1
         scope = scope_factory() if scope_factory is not None else loop.make_scope(task)
+        scope.attempt = attempt
         token = set_scope(scope)
         try:
             if scope.message_writer is not None:
                 with langchain_messages(scope.config, scope.message_writer):
-                    output = node.bound.invoke(task.input, scope)
-            else:
+                    output = (
+                        node.bound.invoke(task.input, scope)
+                        if timeout is None
+                        else _invoke_timed(loop, task, scope, timeout)
+                    )
+            elif timeout is None:
                 output = node.bound.invoke(task.input, scope)
+            else:
+                output = _invoke_timed(loop, task, scope, timeout)
         except ParentCommand as command:
             # a subgraph run by this node addressed this graph: it is the node's output
             output = command.command
@@ -169,6 +239,8 @@ def run_task(
             policy = _policy_for(policies, exc)
             if policy is None or attempt >= policy.max_attempts:
                 return _handle_error(loop, task, exc)
+            if (tracing := tracing_of(loop)) is not None:
+                tracing.retry(task, attempt, exc)
             time.sleep(policy.interval(attempt))
             continue
         finally:
@@ -188,16 +260,19 @@ def run_task(
 
 
 class _Heartbeat:
-    """A stream writer that also refreshes an idle timeout when written to."""
+    """A stream writer that also refreshes an idle timeout when written to
+    (under ``refresh_on="auto"``; ``"heartbeat"`` counts only ``heartbeat()``)."""
 
-    __slots__ = ("last", "writer")
+    __slots__ = ("last", "on_write", "writer")
 
-    def __init__(self, writer: Callable[[Any], None]) -> None:
+    def __init__(self, writer: Callable[[Any], None], on_write: bool) -> None:
         self.writer = writer
+        self.on_write = on_write
         self.last = time.monotonic()
 
     def __call__(self, chunk: Any) -> None:
-        self.last = time.monotonic()
+        if self.on_write:
+            self.last = time.monotonic()
         self.writer(chunk)
 
     def heartbeat(self) -> None:
@@ -211,12 +286,16 @@ async def _attempt_async(
     timeout: TimeoutPolicy | None,
 ) -> Any:
     node = task.node
+    beat: _Heartbeat | None = None
+    if timeout is not None and timeout.idle_timeout is not None:
+        beat = _Heartbeat(scope.stream_writer, timeout.refresh_on == "auto")
+        scope.stream_writer = beat
     awaitable = node.bound.ainvoke(task.input, scope)
     if awaitable is None:
         # a sync node runs on a worker thread in a copy of the caller's context
         # (its contextvars, as LangGraph does); asyncio.run() works there
         ctx_run = _context_runner(scope)
-        return await asyncio.get_running_loop().run_in_executor(
+        awaitable = asyncio.get_running_loop().run_in_executor(
             loop.executor,
             contextvars.copy_context().run,
             ctx_run,
@@ -226,9 +305,8 @@ async def _attempt_async(
         )
     if timeout is None:
         return await awaitable
-    beat = _Heartbeat(scope.stream_writer)
-    if timeout.idle_timeout is not None:
-        scope.stream_writer = beat
+    if beat is None:
+        beat = _Heartbeat(scope.stream_writer, False)
     start = time.monotonic()
     inner = asyncio.ensure_future(awaitable)
     try:
@@ -278,21 +356,35 @@ async def arun_task(
     task: PregelExecutableTask,
     scope_factory: Callable[[], TaskScope] | None = None,
 ) -> BaseException | None:
-    """Async twin of :func:`run_task` (timeouts apply to async nodes)."""
+    """Async twin of :func:`run_task`."""
+    tracing = tracing_of(loop)
+    if tracing is not None:
+        return await tracing.arun_task(
+            task, loop.step, lambda: _arun_task(loop, task, scope_factory)
+        )
+    return await _arun_task(loop, task, scope_factory)
+
+
+async def _arun_task(
+    loop: PregelLoop,
+    task: PregelExecutableTask,
+    scope_factory: Callable[[], TaskScope] | None,
+) -> BaseException | None:
     loop.task_started(task)
-    node = task.node
     policies = task.retry_policy or loop.graph.retry_policy
+    timeout = task_timeout(task)
     attempt = 0
     while True:
         attempt += 1
         scope = scope_factory() if scope_factory is not None else loop.make_scope(task)
+        scope.attempt = attempt
         token = set_scope(scope)
         try:
             if scope.message_writer is not None:
                 with langchain_messages(scope.config, scope.message_writer):
-                    output = await _attempt_async(loop, task, scope, node.timeout)
+                    output = await _attempt_async(loop, task, scope, timeout)
             else:
-                output = await _attempt_async(loop, task, scope, node.timeout)
+                output = await _attempt_async(loop, task, scope, timeout)
         except ParentCommand as command:
             output = command.command
         except GraphBubbleUp as signal:
@@ -310,6 +402,8 @@ async def arun_task(
             policy = _policy_for(policies, error)
             if policy is None or attempt >= policy.max_attempts:
                 return await _ahandle_error(loop, task, error)
+            if (tracing := tracing_of(loop)) is not None:
+                tracing.retry(task, attempt, error)
             await asyncio.sleep(policy.interval(attempt))
             continue
         finally:

@@ -6,6 +6,10 @@ When a task fails, its siblings still run to the end and keep their writes
 (saved, so a resume does not run them again); then the failure is raised.
 Cancelling siblings that had not started yet would make which of them survive a
 failure depend on thread scheduling; finishing them costs no lost work.
+
+``Pregel.step_timeout`` bounds a step: async steps cancel their unfinished tasks
+at the deadline; threads cannot be stopped, so a sync step that overran raises
+once its tasks have finished (their writes saved), as LangGraph's does.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import queue
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +67,11 @@ def _record(
     loop.task_done(task, error, last and outcome.error is None)
 
 
-def _close_step(loop: PregelLoop, outcome: StepOutcome) -> None:
+def _close_step(
+    loop: PregelLoop, outcome: StepOutcome, deadline: float | None = None
+) -> None:
+    if deadline is not None and outcome.error is None and time.monotonic() > deadline:
+        outcome.error = TimeoutError("Timed out")
     if outcome.error is not None:
         loop.step_failed()
         raise outcome.error
@@ -79,12 +88,14 @@ def run_step(
     if not pending:
         _close_step(loop, outcome)
         return
+    timeout = loop.graph.step_timeout
+    deadline = None if timeout is None else time.monotonic() + timeout
     if len(pending) == 1 and not live:
         task = pending[0]
         _record(loop, outcome, task, run_task(loop, task), last=True)
         if chunks is not None:
             yield from _drain(chunks)
-        _close_step(loop, outcome)
+        _close_step(loop, outcome, deadline)
         return
     inbox: queue.SimpleQueue[Any] = (
         chunks if chunks is not None else queue.SimpleQueue()
@@ -116,7 +127,7 @@ def run_step(
             yield item
     if chunks is not None:
         yield from _drain(chunks)
-    _close_step(loop, outcome)
+    _close_step(loop, outcome, deadline)
 
 
 def _drain(chunks: queue.SimpleQueue[Any]) -> Iterator[StreamChunk]:
@@ -154,9 +165,21 @@ async def arun_step(
     for task in pending:
         running.append(asyncio.ensure_future(go(task)))
     remaining = len(pending)
+    timeout = loop.graph.step_timeout
+    deadline = None if timeout is None else time.monotonic() + timeout
     try:
         while remaining:
-            item = await inbox.get()
+            if deadline is None:
+                item = await inbox.get()
+            else:
+                try:
+                    item = await asyncio.wait_for(
+                        inbox.get(), max(deadline - time.monotonic(), 0)
+                    )
+                except TimeoutError:
+                    if outcome.error is None:
+                        outcome.error = TimeoutError()
+                    break  # the finally cancels the unfinished tasks
             if isinstance(item, _Done):
                 remaining -= 1
                 _record(loop, outcome, item.task, item.error, last=remaining == 0)

@@ -31,6 +31,7 @@ from engine._internal._constants import (
 from engine._internal._ids import new_checkpoint_id, task_id_for
 from engine._internal._typing import MISSING, RunnableConfig
 from engine.channels.base import BaseChannel
+from engine.channels.delta import DeltaChannel
 from engine.checkpoint.base import (
     BaseCheckpointSaver,
     Checkpoint,
@@ -46,6 +47,16 @@ from engine.pregel._algo import (
     PregelTaskWrites,
     apply_writes,
     prepare_next_tasks,
+)
+from engine.pregel._delta import (
+    COUNTERS_KEY,
+    advance_counters,
+    aupdate_writes_to_store,
+    awith_delta_values,
+    delta_channel_names,
+    reset_counters,
+    update_writes_to_store,
+    with_delta_values,
 )
 from engine.types import Interrupt, PregelTask, StateSnapshot, StateUpdate
 
@@ -90,7 +101,7 @@ def _channels(
 
 
 def _read(graph: Pregel, channels: dict[str, BaseChannel[Any, Any, Any]]) -> Any:
-    keys = graph.stream_channels
+    keys = graph.stream_channels_asis
     if isinstance(keys, str):
         value = channels[keys].peek()
         return None if value is MISSING else value
@@ -284,7 +295,7 @@ def get_state(
 ) -> StateSnapshot:
     merged, _ = graph._resolve(config)
     saver = _saver_or_raise(graph, merged)
-    saved = saver.get_tuple(merged)
+    saved = with_delta_values(graph.channels, saver.get_tuple(merged), saver)
     if saved is None:
         _raise_if_addressed(merged)
         return _empty_snapshot(config)
@@ -344,7 +355,9 @@ async def aget_state(
 ) -> StateSnapshot:
     merged, _ = graph._resolve(config)
     saver = _saver_or_raise(graph, merged)
-    saved = await saver.aget_tuple(merged)
+    saved = await awith_delta_values(
+        graph.channels, await saver.aget_tuple(merged), saver
+    )
     if saved is None:
         _raise_if_addressed(merged)
         return _empty_snapshot(config)
@@ -446,6 +459,8 @@ class _PageLoader:
             )
         if saved is None:
             raise KeyError(f"checkpoint {checkpoint_id} is no longer stored")
+        saved = with_delta_values(self.graph.channels, saved, self.saver)
+        assert saved is not None
         return snapshot_from(self.graph, saved, live=False, saver=self.saver)
 
 
@@ -552,7 +567,9 @@ async def aget_state_history(
     async for saved in saver.alist(
         _history_config(merged), filter=filter, before=before, limit=limit
     ):
-        yield snapshot_from(graph, saved, live=False, saver=saver)
+        rebuilt = await awith_delta_values(graph.channels, saved, saver)
+        assert rebuilt is not None
+        yield snapshot_from(graph, rebuilt, live=False, saver=saver)
 
 
 def infer_as_node(graph: Pregel, checkpoint: Checkpoint) -> str | None:
@@ -738,7 +755,11 @@ def plan_update(
     )
     new_values = dict(checkpoint["channel_values"])
     for chan in bumped:
-        value = channels[chan].checkpoint()
+        channel = channels[chan]
+        # an update's checkpoint stores its delta channels' values (a snapshot)
+        value = (
+            channel.peek() if isinstance(channel, DeltaChannel) else channel.checkpoint()
+        )
         if value is MISSING:
             new_values.pop(chan, None)
         else:
@@ -770,6 +791,13 @@ def plan_update(
         "writes": written,
         "next": [task.name for task in upcoming.values()],
     }
+    if names := delta_channel_names(graph.channels):
+        counters = advance_counters(
+            saved.metadata.get(COUNTERS_KEY) if saved is not None else None,
+            names,
+            bumped,
+        )
+        reset_counters(plan.metadata, counters, bumped)
     return plan
 
 
@@ -971,8 +999,11 @@ def bulk_update_state(
     current, result = merged, merged
     while steps:
         updates = steps.pop(0)
-        saved = saver.get_tuple(current)
+        saved = with_delta_values(graph.channels, saver.get_tuple(current), saver)
         plan = plan_update(graph, saver, current, saved, updates)
+        plan.task_writes = update_writes_to_store(
+            graph.channels, saver, saved, plan.task_writes
+        )
         result = _save_plan(saver, plan, saved)
         current = _following(current, result)
         if plan.then:
@@ -991,8 +1022,13 @@ async def abulk_update_state(
     current, result = merged, merged
     while steps:
         updates = steps.pop(0)
-        saved = await saver.aget_tuple(current)
+        saved = await awith_delta_values(
+            graph.channels, await saver.aget_tuple(current), saver
+        )
         plan = plan_update(graph, saver, current, saved, updates)
+        plan.task_writes = await aupdate_writes_to_store(
+            graph.channels, saver, saved, plan.task_writes
+        )
         result = await _asave_plan(saver, plan, saved)
         current = _following(current, result)
         if plan.then:

@@ -38,8 +38,11 @@ from engine._internal._constants import (
     TASKS,
 )
 from engine._internal._scope import TaskScope, current_scope
+from engine._internal._tracing import attach as attach_tracing
+from engine._internal._tracing import start_tracing, tracing_of
 from engine._internal._typing import MISSING, RunnableConfig
 from engine.channels.base import BaseChannel
+from engine.channels.topic import Topic
 from engine.checkpoint.base import (
     BaseCheckpointSaver,
     Checkpoint,
@@ -48,47 +51,111 @@ from engine.checkpoint.base import (
 )
 from engine.errors import (
     ErrorCode,
+    GraphDrained,
     GraphInterrupt,
     GraphRecursionError,
     error_message,
 )
 from engine.pregel import _schemas
 from engine.pregel._algo import PregelExecutableTask
+from engine.pregel._delta import awith_delta_values, with_delta_values
 from engine.pregel._io import (
     Mapper,
     format_chunk,
     format_part,
+    keyed_update,
     map_input,
     with_interrupts,
-    writes_update,
+)
+from engine.pregel._lease import OnBusy, aheld_steps, held_steps, with_on_busy
+from engine.pregel._lifecycle import (
+    areport_pause,
+    areport_resume,
+    lifecycle_manager,
+    report_pause,
+    report_resume,
 )
 from engine.pregel._loop import PregelLoop, StreamChunk
+from engine.pregel._node_builder import NodeBuilder
 from engine.pregel._persist import AsyncPersistence, SyncPersistence
 from engine.pregel._read import PregelNode
 from engine.pregel._runner import arun_step, run_step
+from engine.pregel._server_info import server_info
 from engine.pregel._subgraph import ReplayBound, subgraph_for_config
-from engine.runtime import Runtime
+from engine.pregel._validate import validate_graph
+from engine.pregel.protocol import PregelProtocol
+from engine.runtime import RunControl, Runtime
+from engine.stream._pregel import astart_run_stream, start_run_stream
 from engine.types import (
     All,
     Command,
     Durability,
     GraphOutput,
+    RetryPolicy,
     Send,
     StateSnapshot,
     StateUpdate,
     StreamMode,
+    ensure_valid_checkpointer,
 )
 
-__all__ = ("Pregel",)
+__all__ = ("NodeBuilder", "Pregel")
 
-_LIVE_MODES = frozenset({"custom", "messages"})
+_LIVE_MODES = frozenset({"custom", "messages", "tools"})
 
 
 class Pregel:
     """A compiled graph: nodes subscribed to channels, run in super-steps.
 
-    Usually built by ``StateGraph.compile()``; the constructor is public for
-    graphs written directly against channels.
+    Usually built by ``StateGraph.compile()`` or ``@entrypoint``; the
+    constructor is public for graphs written directly against channels::
+
+        node = NodeBuilder().subscribe_only("a").do(lambda x: x + x).write_to("b")
+        app = Pregel(
+            nodes={"double": node},
+            channels={"a": EphemeralValue(str), "b": EphemeralValue(str)},
+            input_channels=["a"],
+            output_channels=["b"],
+        )
+        app.invoke({"a": "foo"})  # {"b": "foofoo"}
+
+    Args:
+        nodes: node name -> :class:`PregelNode`, or a
+            :class:`~engine.pregel.NodeBuilder` (built here, named by its key).
+        channels: channel name -> channel. A ``Topic`` of ``Send`` packets is
+            added under the reserved tasks channel when absent.
+        input_channels: the channel the input is written to, or the channels
+            an input dict's keys are written to.
+        output_channels: what ``invoke`` returns: one channel's value, or a
+            dict of those channels that hold a value.
+        stream_channels: what ``stream_mode="values"`` and ``get_state``
+            show; default every channel (:attr:`stream_channels_asis`).
+        auto_validate: check the graph now (:meth:`validate`).
+        stream_eager: yield stream chunks while a step's tasks still run
+            (always so for the ``custom`` and ``messages`` modes).
+        step_timeout: seconds a super-step may take; a step that takes longer
+            raises ``TimeoutError``. Async runs cancel the step's unfinished
+            tasks at the deadline; sync runs cannot stop a thread, so they raise
+            once the step's tasks have finished (and keep their saved writes).
+        debug: kept for LangGraph's signature; use ``stream_mode="debug"``.
+        trigger_to_nodes: channel -> nodes it triggers. Used as given only with
+            ``auto_validate=False`` (a caller that knows it saves the work);
+            otherwise computed from the nodes.
+        node_error_handler_map: node -> the node handling its errors, kept for
+            LangGraph's signature: the engine runs a node's error handler from
+            ``PregelNode.error_handler`` (``StateGraph.add_node(error_handler=)``),
+            so a map naming a handler the node does not carry changes nothing
+            (as in LangGraph, where the node must name its handler too).
+        stream_transformers: scope-aware transformer factories added to every
+            ``stream_events(version="v3")`` run of this graph.
+        **deprecated_kwargs: ``config_type`` (deprecated in LangGraph 1.0; use
+            ``context_schema``). Any other name raises ``TypeError``, where
+            LangGraph ignores it silently.
+
+    Raises:
+        GraphValidationError: ``auto_validate`` found an unknown channel or node
+            name, a reserved name, or a timeout on a synchronous node.
+        ValueError: ``channels`` has a tasks channel that is not a ``Topic``.
     """
 
     output_mapper: Mapper | None = None
@@ -96,60 +163,120 @@ class Pregel:
     for pydantic and dataclass schemas)."""
     state_mapper: Mapper | None = None
     """v2 stream parts: checkpoint values -> the state schema's class."""
+    stream_eager: bool = False
+    """Yield stream chunks while a step's tasks run (see the constructor)."""
+    step_timeout: float | None = None
+    """Seconds a super-step may take (see the constructor)."""
 
     def __init__(
         self,
         *,
-        nodes: Mapping[str, PregelNode],
-        channels: Mapping[str, BaseChannel[Any, Any, Any]],
-        input_channels: str | Sequence[str],
+        nodes: Mapping[str, PregelNode | NodeBuilder],
+        channels: Mapping[str, BaseChannel[Any, Any, Any]] | None,
+        auto_validate: bool = True,
+        stream_mode: StreamMode = "values",
+        stream_eager: bool = False,
         output_channels: str | Sequence[str],
         stream_channels: str | Sequence[str] | None = None,
-        stream_mode: StreamMode = "values",
-        interrupt_before_nodes: All | Sequence[str] = (),
         interrupt_after_nodes: All | Sequence[str] = (),
+        interrupt_before_nodes: All | Sequence[str] = (),
+        input_channels: str | Sequence[str],
+        step_timeout: float | None = None,
+        debug: bool | None = None,
         checkpointer: BaseCheckpointSaver | bool | None = None,
         store: Any = None,
         cache: Any = None,
-        retry_policy: Sequence[Any] = (),
+        retry_policy: RetryPolicy | Sequence[RetryPolicy] = (),
         cache_policy: Any = None,
         context_schema: type[Any] | None = None,
-        name: str = "LangGraph",
-        debug: bool = False,
         config: RunnableConfig | None = None,
+        trigger_to_nodes: Mapping[str, Sequence[str]] | None = None,
+        node_error_handler_map: Mapping[str, str] | None = None,
+        name: str = "LangGraph",
+        stream_transformers: Sequence[Callable[[tuple[str, ...]], Any]] | None = None,
+        **deprecated_kwargs: Any,
     ) -> None:
-        self.nodes = dict(nodes)
-        self.channels = dict(channels)
+        context_schema = _deprecated_config_type(context_schema, deprecated_kwargs)
+        self.nodes = _built_nodes(nodes)
+        self.channels = dict(channels or {})
+        _add_tasks_channel(self.channels)
         for key, channel in self.channels.items():
             channel.key = key
         self.input_channels = input_channels
         self.output_channels = output_channels
-        self.stream_channels = (
-            stream_channels if stream_channels is not None else output_channels
-        )
+        self.stream_channels = stream_channels
         self.stream_mode = stream_mode
+        self.stream_eager = stream_eager
         self.interrupt_before_nodes = interrupt_before_nodes
         self.interrupt_after_nodes = interrupt_after_nodes
-        self.checkpointer = checkpointer
+        self.step_timeout = step_timeout
+        self.checkpointer = ensure_valid_checkpointer(checkpointer)
         self.store = store
         self.cache = cache
-        self.retry_policy = tuple(retry_policy)
+        self.retry_policy = (
+            (retry_policy,)
+            if isinstance(retry_policy, RetryPolicy)
+            else tuple(retry_policy)
+        )
         self.cache_policy = cache_policy
         """Cache policy of nodes and calls without their own (needs ``cache``)."""
         self.context_schema = context_schema
         self.name = name
-        self.debug = debug
+        self.debug = bool(debug)
         self.config = config
+        self.node_error_handler_map: dict[str, str] = dict(node_error_handler_map or {})
+        self.stream_transformers: tuple[Callable[[tuple[str, ...]], Any], ...] = tuple(
+            stream_transformers or ()
+        )
         self.schema_version: int | None = None
         self.previous_channel: str | None = None
-        self._index()
+        if auto_validate:
+            self.validate()
+        else:
+            self._index(trigger_to_nodes)
 
-    def _index(self) -> None:
-        """Precompute what the hot path looks up: subscribers per channel, special channels."""
+    def validate(self) -> Self:
+        """Check the graph (see :func:`~engine.pregel._validate.validate_graph`)
+        and recompute what runs look up; returns the graph.
+
+        Raises:
+            GraphValidationError: an unknown channel or node name, a reserved
+                name, or a timeout on a synchronous node.
+        """
+        validate_graph(
+            self.nodes,
+            self.channels,
+            self.input_channels,
+            self.output_channels,
+            self.stream_channels,
+            self.interrupt_after_nodes,
+            self.interrupt_before_nodes,
+        )
+        self._index()
+        return self
+
+    @property
+    def stream_channels_asis(self) -> str | Sequence[str]:
+        """The channels ``values`` streams and snapshots show: ``stream_channels``,
+        or every channel when it is None."""
+        return self.stream_channels or list(self.channels)
+
+    @property
+    def stream_channels_list(self) -> Sequence[str]:
+        """:attr:`stream_channels_asis` as a list."""
+        keys = self.stream_channels_asis
+        return [keys] if isinstance(keys, str) else keys
+
+    def _index(self, given: Mapping[str, Sequence[str]] | None = None) -> None:
+        """Precompute what the hot path looks up: subscribers per channel, special
+        channels (``given``: subscribers the caller already knows)."""
         trigger_to_nodes: dict[str, list[str]] = {}
-        for name, node in self.nodes.items():
-            for trigger in node.triggers:
-                trigger_to_nodes.setdefault(trigger, []).append(name)
+        if given:
+            trigger_to_nodes = {k: list(v) for k, v in given.items()}
+        else:
+            for name, node in self.nodes.items():
+                for trigger in node.triggers:
+                    trigger_to_nodes.setdefault(trigger, []).append(name)
         self.trigger_to_nodes: dict[str, tuple[str, ...]] = {
             k: tuple(sorted(v)) for k, v in trigger_to_nodes.items()
         }
@@ -163,6 +290,20 @@ class Pregel:
         )
         out = self.output_channels
         self.output_channel_set = frozenset((out,) if isinstance(out, str) else out)
+        keys = self.stream_channels_asis
+        self._update_keys: str | frozenset[str] = (
+            keys if isinstance(keys, str) else frozenset(keys)
+        )
+        self._output_via_values = type(self) is Pregel or any(
+            self.channels[k].clears_when_idle
+            for k in self.output_channel_set
+            if k in self.channels
+        )
+        """``invoke`` returns the output channels' last ``values`` chunk, as
+        LangGraph's does: what a channel that clears when idle (EphemeralValue)
+        held when last written, None when no output was written. StateGraph and
+        entrypoint graphs, whose output channels keep their values, read them
+        once at the end: the same result without a per-step read."""
         self.node_index = {name: index for index, name in enumerate(self.nodes)}
 
     # -- hooks overridden by CompiledStateGraph --------------------------------------
@@ -186,7 +327,9 @@ class Pregel:
         return values
 
     def task_update(self, task: PregelExecutableTask) -> Any:
-        return writes_update(task.writes, self.output_channel_set)
+        """A task's ``updates`` chunk: its writes to the streamed channels (one
+        channel: the value itself)."""
+        return keyed_update(task.writes, self._update_keys)
 
     def input_metadata(self, input: Any) -> dict[str, Any]:
         """``metadata["writes"]`` of an input checkpoint: the keys given."""
@@ -407,6 +550,7 @@ class Pregel:
         interrupt_after: All | Sequence[str] | None,
         durability: Durability | None,
         is_async: bool,
+        control: RunControl | None = None,
     ) -> PregelLoop:
         merged, parent = self._resolve(config, new_run=True)
         if parent is None and self.checkpointer is True:
@@ -432,7 +576,8 @@ class Pregel:
                 if is_async
                 else SyncPersistence(saver, background)
             )
-        runtime = self._runtime(merged, context, sink, parent, modes)
+        tracing, sink, modes = start_tracing(merged, self.name, sink, modes)
+        runtime = self._runtime(merged, context, sink, parent, modes, control)
         ns: tuple[str, ...] = ()
         checkpoint_ns = conf.get(CONFIG_KEY_CHECKPOINT_NS, "")
         if checkpoint_ns:
@@ -458,9 +603,11 @@ class Pregel:
             output_keys=output_keys
             if output_keys is not None
             else self.output_channels,
-            stream_keys=self.stream_channels,
+            stream_keys=self.stream_channels_asis,
         )
         loop.parent_scope = parent
+        attach_tracing(loop, tracing)
+        loop.lifecycle = lifecycle_manager(merged, parent, is_async=is_async)
         return loop
 
     def _runtime(
@@ -470,11 +617,14 @@ class Pregel:
         sink: Callable[[StreamChunk], None],
         parent: TaskScope | None,
         modes: frozenset[str] = frozenset(),
+        control: RunControl | None = None,
     ) -> Runtime[Any]:
         conf = config.get(CONF, {})
         ns_str = conf.get(CONFIG_KEY_CHECKPOINT_NS, "")
         ns = tuple(ns_str.split("|")) if ns_str else ()
-        inherited: Runtime[Any] | None = parent.runtime if parent is not None else None
+        inherited: Runtime[Any] | None = (
+            parent.base_runtime if parent is not None else None
+        )
         if context is None and inherited is not None:
             context = inherited.context
         if context is not None and self.context_schema is not None:
@@ -495,11 +645,16 @@ class Pregel:
             def writer(chunk: Any) -> None:
                 return None
 
+        if control is None:  # a subgraph obeys its parent run's control
+            control = inherited.control if inherited is not None else None
         return Runtime(
             context=context,
             store=store,
             stream_writer=writer,
             previous=None,
+            server_info=server_info(conf)
+            or (inherited.server_info if inherited is not None else None),
+            control=control if control is not None else RunControl(),
             thread_id=conf.get(CONFIG_KEY_THREAD_ID),
             run_id=str(config["run_id"]) if config.get("run_id") is not None else None,
         )
@@ -550,6 +705,8 @@ class Pregel:
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
         durability: Durability | None = None,
+        control: RunControl | None = None,
+        on_busy: OnBusy | None = None,
         subgraphs: bool = False,
         debug: bool | None = None,
         version: Literal["v1", "v2"] = "v1",
@@ -564,7 +721,11 @@ class Pregel:
         (:data:`~engine.types.StreamPart`); ``values`` parts also carry
         ``interrupts``, and their data is the output schema's class when that is
         a pydantic model or a dataclass.
+
+        ``on_busy`` ("raise" or "wait"): what to do when another run holds the
+        thread, as for :meth:`invoke`.
         """
+        config = with_on_busy(config, on_busy)
         v2 = _is_v2(version)
         modes, single = _modes(
             stream_mode if stream_mode is not None else self.stream_mode
@@ -582,8 +743,12 @@ class Pregel:
             interrupt_after=interrupt_after,
             durability=durability,
             is_async=False,
+            control=control,
         )
-        live = bool(modes & _LIVE_MODES)
+        live = self.stream_eager or bool(modes & _LIVE_MODES)
+        if output_keys is not None:
+            loop.stream_keys = output_keys  # values chunks of those keys
+            loop.update_keys = _key_set(output_keys)  # and updates of those keys
         own = loop.ns
         if v2:
             mappers = self._part_mappers(output_keys)
@@ -608,9 +773,19 @@ class Pregel:
     def _drive(
         self, loop: PregelLoop, chunks: queue.SimpleQueue[Any] | None, live: bool
     ) -> Iterator[StreamChunk]:
+        steps = held_steps(loop, self._drive_steps(loop, chunks, live))
+        tracing = tracing_of(loop)
+        return steps if tracing is None else tracing.traced(steps)
+
+    def _drive_steps(
+        self, loop: PregelLoop, chunks: queue.SimpleQueue[Any] | None, live: bool
+    ) -> Iterator[StreamChunk]:
         saved, head = self._load(loop)
+        saved = with_delta_values(self.channels, saved, loop.checkpointer)
         try:
             loop.start(saved, head)
+            if loop.lifecycle is not None:
+                report_resume(loop)
             if chunks is not None:
                 yield from _drain(chunks)
             sync_saves = loop.durability == "sync" and loop.persistence is not None
@@ -635,9 +810,18 @@ class Pregel:
             raise
         if chunks is not None:
             yield from _drain(chunks)
-        yield from self._closing_chunks(loop)
+        if loop.lifecycle is not None:
+            report_pause(loop)
+        yield from self._closing_chunks(
+            loop, (lambda: _drain(chunks)) if chunks is not None else _nothing
+        )
 
-    def _closing_chunks(self, loop: PregelLoop) -> Iterator[StreamChunk]:
+    def _closing_chunks(
+        self, loop: PregelLoop, drain: Callable[[], Iterator[StreamChunk]]
+    ) -> Iterator[StreamChunk]:
+        """The run's last chunks (a pause's values, then the paused tasks'
+        results), or its closing error. They go through the loop's sink, so a
+        subgraph's reach its parent's stream too; ``drain`` yields this run's."""
         if loop.status == "out_of_steps":
             raise GraphRecursionError(
                 error_message(
@@ -647,15 +831,22 @@ class Pregel:
                     ErrorCode.GRAPH_RECURSION_LIMIT,
                 )
             )
+        if loop.status == "draining":
+            reason = loop.control.drain_reason if loop.control is not None else None
+            raise GraphDrained(reason or "shutdown")
         if loop.interrupts and "values" in loop.modes:
-            yield (
-                loop.ns,
-                "values",
-                with_interrupts(
-                    loop.output_values(loop.stream_keys, with_pending=True),
-                    loop.interrupts,
-                ),
+            loop.sink(
+                (
+                    loop.ns,
+                    "values",
+                    with_interrupts(
+                        loop.output_values(loop.stream_keys, with_pending=True),
+                        loop.interrupts,
+                    ),
+                )
             )
+        loop.emit_paused_results()
+        yield from drain()
         if loop.is_nested and loop.status in (
             "interrupted",
             "interrupt_before",
@@ -675,6 +866,8 @@ class Pregel:
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
         durability: Durability | None = None,
+        control: RunControl | None = None,
+        on_busy: OnBusy | None = None,
         version: Literal["v1", "v2"] = "v1",
         **kwargs: Any,
     ) -> Any:
@@ -685,7 +878,21 @@ class Pregel:
         ``version="v2"`` it is a :class:`~engine.types.GraphOutput` instead
         (``.value``, ``.interrupts``), and another ``stream_mode`` gives the list
         of v2 parts.
+
+        ``control`` (a :class:`~engine.runtime.RunControl`) lets another thread or
+        a node stop the run cleanly: after ``control.request_drain()`` it saves
+        the step in progress and raises :class:`~engine.errors.GraphDrained`;
+        ``invoke(None, config)`` continues it later.
+
+        With a checkpointer and a ``thread_id``, the run holds the thread while it
+        runs (a lease, see ``engine.pregel._lease``): another run already on it
+        makes this one raise :class:`~engine.errors.ThreadBusyError` before
+        anything executes, or, with ``on_busy="wait"`` (also
+        ``config["configurable"]["on_busy"]``), wait for it to end and then run
+        on the head it left. Not in LangGraph, where both runs go on and fork the
+        thread.
         """
+        config = with_on_busy(config, on_busy)
         v2 = _is_v2(version)
         if stream_mode != "values":
             chunks = list(
@@ -698,27 +905,61 @@ class Pregel:
                     interrupt_before=interrupt_before,
                     interrupt_after=interrupt_after,
                     durability=durability,
+                    control=control,
                     version=version,
                 )
             )
             return chunks
         parent = current_scope()
         forward = _parent_sink(parent, config)
+        by_values = self._output_via_values
+        values: queue.SimpleQueue[Any] | None = (
+            queue.SimpleQueue() if by_values else None
+        )
         loop = self._make_loop(
             input,
             config,
             context=context,
-            modes=forward[1] if forward else frozenset(),
-            sink=forward[0] if forward else _discard,
+            modes=_invoke_modes(forward, by_values),
+            sink=_forwarding(values.put, forward)
+            if values is not None
+            else (forward[0] if forward else _discard),
             output_keys=output_keys,
             interrupt_before=interrupt_before,
             interrupt_after=interrupt_after,
             durability=durability,
             is_async=False,
+            control=control,
         )
+        if values is not None:
+            loop.stream_keys = loop.output_keys
+            last = _last_values(loop, self._drive(loop, values, False))
+            return self._last_output(loop, last, output_keys, v2)
         for _ in self._drive(loop, None, False):
             pass
         return self._graph_output(loop, output_keys) if v2 else loop.output()
+
+    def _last_output(
+        self,
+        loop: PregelLoop,
+        last: Any,
+        output_keys: str | Sequence[str] | None,
+        v2: bool,
+    ) -> Any:
+        """``invoke``'s result from the last ``values`` chunk (see ``_output_via_values``):
+        None when no output channel was ever written, as in LangGraph."""
+        if isinstance(last, dict) and INTERRUPT in last:
+            last = {k: v for k, v in last.items() if k != INTERRUPT}
+        if v2:
+            mapper = self._part_mappers(output_keys)[0]
+            if mapper is not None and isinstance(last, dict):
+                last = mapper(last)
+            return GraphOutput(last, tuple(loop.interrupts))
+        if not loop.interrupts:
+            return last
+        if isinstance(last, dict):
+            return {**last, INTERRUPT: list(loop.interrupts)}
+        return {INTERRUPT: list(loop.interrupts)}
 
     def _graph_output(
         self, loop: PregelLoop, output_keys: str | Sequence[str] | None
@@ -747,10 +988,13 @@ class Pregel:
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
         durability: Durability | None = None,
+        control: RunControl | None = None,
+        on_busy: OnBusy | None = None,
         version: Literal["v1", "v2"] = "v1",
         **kwargs: Any,
     ) -> Any:
         """Async twin of :meth:`invoke`."""
+        config = with_on_busy(config, on_busy)
         v2 = _is_v2(version)
         if stream_mode != "values":
             return [
@@ -764,23 +1008,36 @@ class Pregel:
                     interrupt_before=interrupt_before,
                     interrupt_after=interrupt_after,
                     durability=durability,
+                    control=control,
                     version=version,
                 )
             ]
         parent = current_scope()
         forward = _parent_sink(parent, config)
+        by_values = self._output_via_values
+        queued: asyncio.Queue[Any] | None = asyncio.Queue() if by_values else None
         loop = self._make_loop(
             input,
             config,
             context=context,
-            modes=forward[1] if forward else frozenset(),
-            sink=forward[0] if forward else _discard,
+            modes=_invoke_modes(forward, by_values),
+            sink=_forwarding(_async_sink(queued), forward)
+            if queued is not None
+            else (forward[0] if forward else _discard),
             output_keys=output_keys,
             interrupt_before=interrupt_before,
             interrupt_after=interrupt_after,
             durability=durability,
             is_async=True,
+            control=control,
         )
+        if queued is not None:
+            loop.stream_keys = loop.output_keys
+            last: Any = None
+            async for ns, mode, payload in self._adrive(loop, queued):
+                if mode == "values" and ns == loop.ns:
+                    last = payload
+            return self._last_output(loop, last, output_keys, v2)
         async for _ in self._adrive(loop, None):
             pass
         return self._graph_output(loop, output_keys) if v2 else loop.output()
@@ -797,12 +1054,15 @@ class Pregel:
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
         durability: Durability | None = None,
+        control: RunControl | None = None,
+        on_busy: OnBusy | None = None,
         subgraphs: bool = False,
         debug: bool | None = None,
         version: Literal["v1", "v2"] = "v1",
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         """Async twin of :meth:`stream`."""
+        config = with_on_busy(config, on_busy)
         v2 = _is_v2(version)
         modes, single = _modes(
             stream_mode if stream_mode is not None else self.stream_mode
@@ -821,7 +1081,11 @@ class Pregel:
             interrupt_after=interrupt_after,
             durability=durability,
             is_async=True,
+            control=control,
         )
+        if output_keys is not None:
+            loop.stream_keys = output_keys  # values chunks of those keys
+            loop.update_keys = _key_set(output_keys)  # and updates of those keys
         own = loop.ns
         mappers = self._part_mappers(output_keys) if v2 else (None, None)
         async for ns, mode, payload in self._adrive(loop, chunks):
@@ -834,13 +1098,23 @@ class Pregel:
                     ns, mode, payload, single_mode=single, subgraphs=subgraphs
                 )
 
-    async def _adrive(
+    def _adrive(
+        self, loop: PregelLoop, chunks: asyncio.Queue[Any] | None
+    ) -> AsyncIterator[StreamChunk]:
+        steps = aheld_steps(loop, self._adrive_steps(loop, chunks))
+        tracing = tracing_of(loop)
+        return steps if tracing is None else tracing.atraced(steps)
+
+    async def _adrive_steps(
         self, loop: PregelLoop, chunks: asyncio.Queue[Any] | None
     ) -> AsyncIterator[StreamChunk]:
         saved, head = await self._aload(loop)
+        saved = await awith_delta_values(self.channels, saved, loop.checkpointer)
         persistence = loop.persistence
         try:
             loop.start(saved, head)
+            if loop.lifecycle is not None:
+                await areport_resume(loop)
             if chunks is not None:
                 for item in _adrain(chunks):
                     yield item
@@ -874,7 +1148,11 @@ class Pregel:
         if chunks is not None:
             for item in _adrain(chunks):
                 yield item
-        for item in self._closing_chunks(loop):
+        if loop.lifecycle is not None:
+            await areport_pause(loop)
+        for item in self._closing_chunks(
+            loop, (lambda: _adrain(chunks)) if chunks is not None else _nothing
+        ):
             yield item
 
     def stream_events(
@@ -888,8 +1166,12 @@ class Pregel:
         durability: Durability | None = None,
         stream_mode: StreamMode | Sequence[StreamMode] | None = None,
         subgraphs: bool = False,
-    ) -> Iterator[ev.RunEvent]:
-        """Run the graph and yield typed :mod:`engine.events` as it goes.
+        version: Literal["v1", "v2", "v3"] = "v2",
+        transformers: Sequence[Callable[[tuple[str, ...]], Any]] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Run the graph and yield typed :mod:`engine.events` as it goes
+        (``version="v3"``: return a :class:`~engine.stream.GraphRunStream`).
 
         Events cover the run, every task (with timings), each step's barrier and
         saved checkpoint, custom progress and interrupts, subgraphs included.
@@ -901,7 +1183,67 @@ class Pregel:
         events, in :meth:`stream`'s order, each just before the typed event of the
         same moment; subgraph chunks only with ``subgraphs=True``. Without it the
         stream costs what it always did.
+
+        ``version`` ("v2", the default, or "v1") selects these events: LangGraph's
+        v1/v2 are LangChain callback events (``on_chain_start``...), which the
+        engine does not produce; its typed events carry the same moments.
+        ``control=`` is the run's :class:`~engine.runtime.RunControl`, as for
+        :meth:`stream`.
+
+        ``version="v3"`` is LangGraph's transformer protocol (experimental in
+        LangGraph 1.2): it returns a :class:`~engine.stream.GraphRunStream` at
+        once and runs the graph as the caller reads it (its event log, or
+        projections such as ``run.values``, ``run.lifecycle``,
+        ``run.subgraphs``). ``transformers`` (classes or ``scope -> transformer``
+        factories) are added after the graph's compile-time ones; the other
+        keyword arguments (``context``, ``durability``, ``control``,
+        ``output_keys``...) go to :meth:`stream`, except ``stream_mode`` and
+        ``subgraphs``, which v3 decides (``TypeError``). ``transformers`` is
+        ignored by v1/v2, as in LangGraph.
+
+        Example:
+            >>> run = graph.stream_events({"x": 1}, version="v3")
+            >>> for state in run.values:
+            ...     print(state)
+            >>> run.output
         """
+        if version == "v3":
+            options = _v3_options(
+                kwargs,
+                context,
+                interrupt_before,
+                interrupt_after,
+                durability,
+                stream_mode,
+                subgraphs,
+            )
+            return start_run_stream(self, input, config, transformers, options)
+        control = _events_options(version, kwargs)
+        return self._typed_events(
+            input,
+            config,
+            context=context,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            durability=durability,
+            stream_mode=stream_mode,
+            subgraphs=subgraphs,
+            control=control,
+        )
+
+    def _typed_events(
+        self,
+        input: Any,
+        config: RunnableConfig | None,
+        *,
+        context: Any,
+        interrupt_before: All | Sequence[str] | None,
+        interrupt_after: All | Sequence[str] | None,
+        durability: Durability | None,
+        stream_mode: StreamMode | Sequence[StreamMode] | None,
+        subgraphs: bool,
+        control: RunControl | None,
+    ) -> Iterator[ev.RunEvent]:
         modes, parts = _event_modes(stream_mode)
         chunks: queue.SimpleQueue[Any] = queue.SimpleQueue()
         loop = self._make_loop(
@@ -915,6 +1257,7 @@ class Pregel:
             interrupt_after=interrupt_after,
             durability=durability,
             is_async=False,
+            control=control,
         )
         try:
             if not parts:
@@ -938,7 +1281,7 @@ class Pregel:
             raise
         yield ev.RunFinished(loop.ns, _final_status(loop), None, time.time())
 
-    async def astream_events(
+    def astream_events(
         self,
         input: Any,
         config: RunnableConfig | None = None,
@@ -949,8 +1292,50 @@ class Pregel:
         durability: Durability | None = None,
         stream_mode: StreamMode | Sequence[StreamMode] | None = None,
         subgraphs: bool = False,
+        version: Literal["v1", "v2", "v3"] = "v2",
+        transformers: Sequence[Callable[[tuple[str, ...]], Any]] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Async twin of :meth:`stream_events`: ``async for`` the typed events, or
+        ``await`` it with ``version="v3"`` for an
+        :class:`~engine.stream.AsyncGraphRunStream`."""
+        if version == "v3":
+            options = _v3_options(
+                kwargs,
+                context,
+                interrupt_before,
+                interrupt_after,
+                durability,
+                stream_mode,
+                subgraphs,
+            )
+            return astart_run_stream(self, input, config, transformers, options)
+        control = _events_options(version, kwargs)
+        return self._atyped_events(
+            input,
+            config,
+            context=context,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            durability=durability,
+            stream_mode=stream_mode,
+            subgraphs=subgraphs,
+            control=control,
+        )
+
+    async def _atyped_events(
+        self,
+        input: Any,
+        config: RunnableConfig | None,
+        *,
+        context: Any,
+        interrupt_before: All | Sequence[str] | None,
+        interrupt_after: All | Sequence[str] | None,
+        durability: Durability | None,
+        stream_mode: StreamMode | Sequence[StreamMode] | None,
+        subgraphs: bool,
+        control: RunControl | None,
     ) -> AsyncIterator[ev.RunEvent]:
-        """Async twin of :meth:`stream_events`."""
         modes, parts = _event_modes(stream_mode)
         chunks: asyncio.Queue[Any] = asyncio.Queue()
         sink = _async_sink(chunks)
@@ -965,6 +1350,7 @@ class Pregel:
             interrupt_after=interrupt_after,
             durability=durability,
             is_async=True,
+            control=control,
         )
         try:
             async for ns, mode, payload in self._adrive(loop, chunks):
@@ -1184,6 +1570,56 @@ class Pregel:
         return f"{type(self).__name__}(name={self.name!r}, nodes={list(self.nodes)!r})"
 
 
+PregelProtocol.register(Pregel)
+
+
+def _built_nodes(
+    nodes: Mapping[str, PregelNode | NodeBuilder],
+) -> dict[str, PregelNode]:
+    """Nodes by name, builders built; a node built without a name takes its key."""
+    built: dict[str, PregelNode] = {}
+    for name, node in nodes.items():
+        if isinstance(node, NodeBuilder):
+            node = node.build(name)
+        elif isinstance(node, PregelNode) and not node.name:
+            node.name = name
+        built[name] = node
+    return built
+
+
+def _add_tasks_channel(channels: dict[str, BaseChannel[Any, Any, Any]]) -> None:
+    """The channel ``Send`` packets travel in; reserved, added when absent."""
+    existing = channels.get(TASKS)
+    if existing is None:
+        channels[TASKS] = Topic(Send, accumulate=False)
+    elif not isinstance(existing, Topic):
+        raise ValueError(
+            f"Channel {TASKS!r} is reserved and cannot be used in the graph."
+        )
+
+
+def _deprecated_config_type(
+    context_schema: type[Any] | None, deprecated_kwargs: dict[str, Any]
+) -> type[Any] | None:
+    """``config_type=`` (deprecated in LangGraph 1.0) as ``context_schema``."""
+    unknown = sorted(set(deprecated_kwargs) - {"config_type"})
+    if unknown:
+        raise TypeError(f"Pregel() got unexpected keyword arguments: {unknown}")
+    if "config_type" not in deprecated_kwargs:
+        return context_schema
+    from engine.warnings import LangGraphDeprecatedSinceV10  # noqa: PLC0415
+
+    warnings.warn(
+        LangGraphDeprecatedSinceV10(
+            "`config_type` is deprecated and will be removed. "
+            "Please use `context_schema` instead."
+        ),
+        stacklevel=3,
+    )
+    config_type: type[Any] | None = deprecated_kwargs["config_type"]
+    return context_schema if context_schema is not None else config_type
+
+
 def _modes(
     stream_mode: StreamMode | Sequence[StreamMode],
 ) -> tuple[frozenset[str], bool]:
@@ -1201,14 +1637,42 @@ def _modes(
         "debug",
         "messages",
         "custom",
+        "tools",  # tool call events (engine.prebuilt._tool_events), as LangGraph
     }
     if unknown:
         raise ValueError(f"Unknown stream_mode {sorted(unknown)}")
     return modes, single
 
 
+def _key_set(keys: str | Sequence[str]) -> str | frozenset[str]:
+    return keys if isinstance(keys, str) else frozenset(keys)
+
+
 def _discard(_: StreamChunk) -> None:
     return None
+
+
+_VALUES = frozenset({"values"})
+
+
+def _invoke_modes(
+    forward: tuple[Callable[[StreamChunk], None], frozenset[str]] | None,
+    by_values: bool,
+) -> frozenset[str]:
+    """An ``invoke`` loop's modes: the parent run's (to forward), plus ``values``
+    when the output is the last values chunk."""
+    modes = forward[1] if forward else frozenset()
+    return modes | _VALUES if by_values else modes
+
+
+def _last_values(loop: PregelLoop, items: Iterator[StreamChunk]) -> Any:
+    """The payload of the run's own last ``values`` chunk (None without one)."""
+    last: Any = None
+    own = loop.ns
+    for ns, mode, payload in items:
+        if mode == "values" and ns == own:
+            last = payload
+    return last
 
 
 def _deprecated(method: str) -> None:
@@ -1228,6 +1692,43 @@ def _is_v2(version: str) -> bool:
 
 _EVENT_MODES = frozenset({"events", "custom"})
 _NO_PARTS: frozenset[str] = frozenset()
+
+
+def _events_options(version: str, kwargs: dict[str, Any]) -> RunControl | None:
+    """Check ``stream_events``' version and extra options; returns ``control``."""
+    if version not in ("v1", "v2"):
+        raise ValueError(f"Unknown stream_events version {version!r}")
+    control = kwargs.pop("control", None)
+    if kwargs:
+        raise TypeError(
+            f"stream_events() got unexpected keyword arguments: {sorted(kwargs)}"
+        )
+    return control  # type: ignore[no-any-return]
+
+
+def _v3_options(
+    kwargs: dict[str, Any],
+    context: Any,
+    interrupt_before: All | Sequence[str] | None,
+    interrupt_after: All | Sequence[str] | None,
+    durability: Durability | None,
+    stream_mode: StreamMode | Sequence[StreamMode] | None,
+    subgraphs: bool,
+) -> dict[str, Any]:
+    """``stream()`` options of a v3 run; ``stream_mode``/``subgraphs`` are passed on
+    only when given, so that the v3 starter refuses them."""
+    options: dict[str, Any] = {
+        **kwargs,
+        "context": context,
+        "interrupt_before": interrupt_before,
+        "interrupt_after": interrupt_after,
+        "durability": durability,
+    }
+    if stream_mode is not None:
+        options["stream_mode"] = stream_mode
+    if subgraphs:
+        options["subgraphs"] = subgraphs
+    return options
 
 
 def _event_modes(
@@ -1297,6 +1798,10 @@ def _child_ns(parent: TaskScope, checkpointer: Any) -> str:
     if checkpointer is True:
         ns = "|".join(part.split(":", 1)[0] for part in ns.split("|"))
     return ns
+
+
+def _nothing() -> Iterator[StreamChunk]:
+    return iter(())
 
 
 def _drain(chunks: queue.SimpleQueue[Any]) -> Iterator[StreamChunk]:

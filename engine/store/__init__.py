@@ -1,7 +1,8 @@
 """Long-term memory stores: namespaced JSON documents shared across threads.
 
-The contract and the in-memory store are re-exported here; the Postgres stores live
-in ``engine.store.postgres`` (as ``langgraph.store.postgres`` does). Tenant isolation
+The contract and the in-memory store are re-exported here; the SQLite and Postgres
+stores live in ``engine.store.sqlite`` and ``engine.store.postgres`` (as LangGraph's
+do). Semantic search (``index=``) is described in ``engine.store.base``. Tenant isolation
 by namespace prefix is described in ``engine.store.base``.
 """
 

@@ -80,6 +80,8 @@ class PutPlan(NamedTuple):
     """The value's JSON text ("" for deletes)."""
     ttl: float | None
     """Minutes."""
+    index: Literal[False] | tuple[str, ...] | None = None  # type: ignore[assignment]
+    """Paths to embed: None for the store's fields, False for none."""
 
 
 class SearchPlan(NamedTuple):
@@ -90,6 +92,8 @@ class SearchPlan(NamedTuple):
     limit: int
     offset: int
     refresh_ttl: bool
+    query: str | None = None
+    """The query text (None for no query), for stores that embed it."""
 
 
 class ListPlan(NamedTuple):
@@ -119,22 +123,24 @@ def _prepare(op: Op) -> Plan:
     if isinstance(op, PutOp):
         namespace = validate_namespace_labels(op.namespace)
         key = _key(op.key)
-        _index(op.index)
+        index = _index(op.index)
         if op.value is None:
             return PutPlan(namespace, key, None, "", None)
         value, text = encode_value(op.value, namespace, key)
-        return PutPlan(namespace, key, value, text, _ttl(op.ttl))
+        return PutPlan(namespace, key, value, text, _ttl(op.ttl), index)
     if isinstance(op, SearchOp):
         prefix = validate_namespace_labels(
             op.namespace_prefix, what="namespace prefix", allow_empty=True
         )
+        terms = query_terms(op.query)
         return SearchPlan(
             prefix,
             compile_filter(op.filter),
-            query_terms(op.query),
+            terms,
             _count(op.limit, "limit"),
             _count(op.offset, "offset"),
             bool(op.refresh_ttl),
+            op.query if terms is not None else None,
         )
     if isinstance(op, ListNamespacesOp):
         return ListPlan(
@@ -308,14 +314,14 @@ def _key(key: object) -> str:
     return key
 
 
-def _index(index: object) -> None:
+def _index(index: object) -> Literal[False] | tuple[str, ...] | None:
     if index is None or index is False:
-        return
-    if isinstance(index, list) and all(isinstance(path, str) for path in index):
-        return
+        return index
+    if isinstance(index, (list, tuple)) and all(isinstance(p, str) for p in index):
+        return tuple(index)
     raise InvalidStoreInputError(
-        f"index must be None, False or a list of field paths, got {index!r} "
-        "(it is accepted for LangGraph compatibility and otherwise ignored)."
+        f"index must be None, False or a list of field paths such as "
+        f"['text', 'items[*].title'], got {index!r}."
     )
 
 

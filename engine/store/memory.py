@@ -2,7 +2,10 @@
 
 For tests, notebooks and the embedded studio. Values are kept as tagged-JSON text
 and decoded on every read, so what works here works on Postgres too, and callers
-never share mutable objects with the store. Thread-safe; not shared between processes.
+never share mutable objects with the store. Semantic search (``index=``) keeps each
+item's field vectors next to it and compares a query with all of them (pure Python:
+fine for thousands of items, not millions). Thread-safe; not shared between
+processes.
 """
 
 from __future__ import annotations
@@ -13,16 +16,33 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from engine.store._match import matches_filter, namespace_matches, query_score
+from engine.store._index import (
+    BatchVectors,
+    FieldVector,
+    VectorIndex,
+    aembed_batch,
+    embed_batch,
+)
+from engine.store._match import namespace_matches
 from engine.store._ops import (
     SERDE,
     GetPlan,
     ListPlan,
+    Plan,
     PutPlan,
     SearchPlan,
     prepare_ops,
 )
-from engine.store.base import BaseStore, Item, Op, Result, SearchItem, TTLConfig
+from engine.store._rank import Candidate, rank
+from engine.store.base import (
+    BaseStore,
+    IndexConfig,
+    Item,
+    Op,
+    Result,
+    SearchItem,
+    TTLConfig,
+)
 
 __all__ = ("InMemoryStore",)
 
@@ -42,27 +62,36 @@ class _Record:
     ttl: float | None
     """Minutes."""
     expires_at: datetime | None
+    vectors: list[FieldVector]
+    """Field vectors for semantic search (empty without an index or index=False)."""
 
     def live(self, now: datetime) -> bool:
         return self.expires_at is None or self.expires_at > now
 
 
 class InMemoryStore(BaseStore):
-    """Keeps items in a dict. Supports filters, term queries and TTLs (in minutes).
+    """Keeps items in a dict. Supports filters, queries and TTLs (in minutes).
 
     Args:
+        index: semantic search settings (see :class:`~engine.store.base.IndexConfig`);
+            without them ``query`` matches terms.
         ttl: store-wide TTL behaviour (``default_ttl`` minutes, ``refresh_on_read``).
 
     Example::
 
-        store = InMemoryStore()
-        store.put(("users", "alice"), "prefs", {"food": "ramen"}, ttl=60)
-        store.search(("users",), query="ramen")
+        store = InMemoryStore(index={"dims": 2, "embed": embed, "fields": ["text"]})
+        store.put(("docs",), "d1", {"text": "ramen recipes"}, ttl=60)
+        store.search(("docs",), query="noodle soup")
     """
 
     supports_ttl = True
 
-    def __init__(self, *, ttl: TTLConfig | None = None) -> None:
+    def __init__(
+        self, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None
+    ) -> None:
+        self._index = VectorIndex(index) if index else None
+        self.index_config = self._index.config if self._index else None
+        self.embeddings = self._index.embeddings if self._index else None
         self.ttl_config = ttl
         self._data: dict[tuple[str, ...], dict[str, _Record]] = {}
         self._lock = threading.RLock()
@@ -73,23 +102,28 @@ class InMemoryStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         plans = prepare_ops(ops)
+        return self._apply(plans, embed_batch(self._index, plans))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        plans = prepare_ops(ops)
+        return self._apply(plans, await aembed_batch(self._index, plans))
+
+    def _apply(self, plans: list[Plan], vectors: BatchVectors) -> list[Result]:
         with self._lock:
             results: list[Result] = []
-            for plan in plans:
+            for position, plan in enumerate(plans):
                 now = datetime.now(UTC)
                 if isinstance(plan, GetPlan):
                     results.append(self._get(plan, now))
                 elif isinstance(plan, PutPlan):
-                    self._put(plan, now)
+                    self._put(plan, now, vectors.fields.get(position, []))
                     results.append(None)
                 elif isinstance(plan, SearchPlan):
-                    results.append(self._search(plan, now))
+                    query = vectors.queries.get(position)
+                    results.append(self._search(plan, now, query))
                 else:
                     results.append(self._list(plan, now))
             return results
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        return self.batch(ops)
 
     def sweep_ttl(self) -> int:
         """Delete expired items; returns how many were deleted."""
@@ -124,7 +158,7 @@ class InMemoryStore(BaseStore):
             updated_at=record.updated_at,
         )
 
-    def _put(self, plan: PutPlan, now: datetime) -> None:
+    def _put(self, plan: PutPlan, now: datetime, vectors: list[FieldVector]) -> None:
         records = self._data.get(plan.namespace)
         if plan.value is None:
             if records is not None:
@@ -139,41 +173,45 @@ class InMemoryStore(BaseStore):
         created = previous.created_at if previous and previous.live(now) else stamp
         expires = stamp + timedelta(minutes=plan.ttl) if plan.ttl is not None else None
         record = _Record(
-            plan.value, plan.text, plan.text.lower(), created, stamp, plan.ttl, expires
+            plan.value,
+            plan.text,
+            plan.text.lower(),
+            created,
+            stamp,
+            plan.ttl,
+            expires,
+            vectors,
         )
         self._data.setdefault(plan.namespace, {})[plan.key] = record
 
-    def _search(self, plan: SearchPlan, now: datetime) -> list[SearchItem]:
-        if plan.terms == ():  # a query without words matches nothing
-            return []
+    def _search(
+        self, plan: SearchPlan, now: datetime, query: list[float] | None
+    ) -> list[SearchItem]:
         size = len(plan.namespace_prefix)
-        hits: list[tuple[float | None, tuple[str, ...], str, _Record]] = []
-        for namespace, records in self._data.items():
-            if namespace[:size] != plan.namespace_prefix:
-                continue
-            for key, record in records.items():
-                if not record.live(now) or not matches_filter(
-                    record.value, plan.conditions
-                ):
-                    continue
-                score: float | None = None
-                if plan.terms is not None:
-                    score = query_score(record.text, plan.terms)
-                    if score == 0.0:
-                        continue
-                hits.append((score, namespace, key, record))
-        # Stable sorts: namespace text and key ascending, then best and newest first.
-        hits.sort(key=lambda hit: (".".join(hit[1]), hit[2]))
-        hits.sort(key=lambda hit: (hit[0] or 0.0, hit[3].updated_at), reverse=True)
-        page = hits[plan.offset : plan.offset + plan.limit]
+        candidates = (
+            Candidate(
+                namespace,
+                key,
+                record.value,
+                record.text,
+                record.updated_at,
+                [field.vector for field in record.vectors],
+                record,
+            )
+            for namespace, records in self._data.items()
+            if namespace[:size] == plan.namespace_prefix
+            for key, record in records.items()
+            if record.live(now)
+        )
         items: list[SearchItem] = []
-        for score, namespace, key, record in page:
+        for score, hit in rank(plan, candidates, self._index, query):
+            record = hit.ref
             if plan.refresh_ttl:
                 _refresh(record, now)
             items.append(
                 SearchItem(
-                    namespace,
-                    key,
+                    hit.namespace,
+                    hit.key,
                     SERDE.loads(record.json),
                     record.created_at,
                     record.updated_at,

@@ -17,6 +17,11 @@
  *     timeline and step panel when a run finishes (their data-refresh-url);
  *   - the timeline's 2 s polling (data-fallback-poll) is cancelled while the socket is open:
  *     it only runs when the socket cannot connect;
+ *   - the conversation of a chat thread (#transcript, threads/_transcript.html): token
+ *     events grow the answer being written in #transcript-stream; #transcript-settled (the
+ *     checkpoint's messages and the agent's question) is refreshed as checkpoints are saved
+ *     and when a run ends, and a streamed answer is dropped once its message is settled
+ *     (data-stream-id), or when its run ended (the checkpoint is the truth);
  *   - the Activity list is newest first: each event arrives at its top, and a checkpoint
  *     event that arrived late (saved in the background while the next step ran) moves
  *     back to the end of its own step, as studio.services.live.in_run_order orders the
@@ -160,6 +165,37 @@
     }, wait);
   }
 
+  var transcriptTimer = null;
+  var transcriptAt = 0;
+  var endedRuns = {};
+
+  function refreshTranscriptSoon() {
+    if (transcriptTimer !== null || !document.getElementById("transcript-settled")) return;
+    var wait = Math.max(0, transcriptAt + REFRESH_GAP_MS - Date.now());
+    transcriptTimer = window.setTimeout(function () {
+      transcriptTimer = null;
+      transcriptAt = Date.now();
+      refresh("transcript-settled");
+    }, wait);
+  }
+
+  /* Drop streamed answers that the checkpoint now holds, and those of runs that ended
+     (what they wrote is in the refreshed messages, or was never saved). */
+  function settleStream(dropEnded) {
+    var stream = document.getElementById("transcript-stream");
+    var settled = document.getElementById("transcript-settled");
+    if (!stream || !settled) return;
+    var have = {};
+    settled.querySelectorAll("[data-stream-id]").forEach(function (item) {
+      have[item.getAttribute("data-stream-id")] = true;
+    });
+    Array.prototype.slice.call(stream.children).forEach(function (item) {
+      if (have[item.id] || (dropEnded && endedRuns[item.getAttribute("data-run")])) {
+        stream.removeChild(item);
+      }
+    });
+  }
+
   function resetNodeStates() {
     document.querySelectorAll(".node-state[data-node]").forEach(function (span) {
       var node = span.getAttribute("data-node");
@@ -233,10 +269,17 @@
         timelineAt = Date.now();
         refresh("timeline");
         refresh("step-panel");
+        endedRuns[item.getAttribute("data-run")] = true;
+        window.clearTimeout(transcriptTimer);
+        transcriptTimer = null;
+        transcriptAt = Date.now();
+        refresh("transcript-settled");
       }
     } else if (kind === "checkpoint") {
       refreshTimelineSoon();
+      refreshTranscriptSoon();
     }
+    settleStream(false);
     highlight();
   }
 
@@ -312,6 +355,9 @@
   document.addEventListener("DOMContentLoaded", hideAutosubmitButtons);
   document.addEventListener("htmx:afterSettle", hideAutosubmitButtons);
   document.addEventListener("htmx:afterSettle", highlight);
+  document.addEventListener("htmx:afterSettle", function (event) {
+    if (event.target && event.target.id === "transcript-settled") settleStream(true);
+  });
   document.addEventListener("htmx:wsConnecting", socketState("connecting"));
   document.addEventListener("htmx:wsOpen", socketState("open"));
   document.addEventListener("htmx:wsClose", socketState("closed"));

@@ -93,6 +93,9 @@ class RunConfig(Body):
     tags: list[str] | None = None
     recursion_limit: int | None = Field(default=None, ge=1, le=100_000)
     configurable: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    """Accepted and not used: the run's metadata is the server's (``RemoteGraph``
+    sends its caller's here, as LangGraph's does)."""
 
 
 class RunCreate(Body):

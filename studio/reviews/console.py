@@ -26,6 +26,7 @@ from studio.services.runs import ACTIVE
 
 __all__ = (
     "DecisionRow",
+    "answered_on_thread_page",
     "QueuePage",
     "ReviewPage",
     "queue_page",
@@ -135,6 +136,16 @@ class ReviewPage:
     @property
     def level_label(self) -> str:
         return level_label(self.level, self.levels_required)
+
+
+def answered_on_thread_page(user: Any, thread_id: str) -> bool:
+    """Whether the thread's questions are its owner's (``answered_by="owner"``): they
+    are asked and answered on the thread page, not in the console.
+
+    Raises ThreadNotFound (404) for a thread the user may not see."""
+    thread = visible_thread(user, thread_id)
+    governance = governance_for(thread.graph)
+    return governance is not None and governance.answered_by == "owner"
 
 
 def review_page(user: Any, thread_id: str) -> ReviewPage:

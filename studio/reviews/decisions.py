@@ -12,7 +12,9 @@ The reviewer page (``POST /reviews/<thread_id>/``) and the JSON address
    read from the checkpoint and the decision is bound to its ``request_id`` and
    ``approval_version`` (stale or other: refused); the level waiting is the one
    after the approvals already recorded; the user must hold that level's group,
-   must not be the requester, and must not have decided another level; the
+   must not be the requester, and must not have decided another level (on a
+   graph whose questions its owner answers, ``Governance.answered_by ==
+   "owner"``: the user must be the thread's owner, one level); the
    ``ApprovalDecision`` row is written under its unique constraint (two
    reviewers at once: exactly one wins); when the decision is final (a
    rejection, or the last level's approval) the resume run is queued;
@@ -93,6 +95,7 @@ class DecisionOutcome:
     decided_at: datetime
     run_id: str
     duplicate: bool
+    answered_by: str = "reviewers"
 
     @property
     def final(self) -> bool:
@@ -100,6 +103,15 @@ class DecisionOutcome:
 
     @property
     def message(self) -> str:
+        if self.answered_by == "owner":
+            text = (
+                "Approved: the agent goes ahead."
+                if self.action == "approve"
+                else "Rejected: the agent is told why and does not do it."
+            )
+            return (
+                "This answer was already recorded. " if self.duplicate else ""
+            ) + text
         what = "Approved" if self.action == "approve" else "Rejected"
         text = (
             f"{what} {self.request_id} v{self.approval_version}"
@@ -224,7 +236,7 @@ def _parse(data: Mapping[str, Any], *, strings: bool) -> DecisionForm:
     except ValidationError as exc:
         raise InvalidInput(present_validation(exc)) from exc
     if form.action == "reject" and not form.reason.strip():
-        raise InvalidInput("reason: say why you reject (the requester reads it).")
+        raise InvalidInput("reason: say why you reject (it is passed on and kept).")
     return form
 
 
@@ -272,7 +284,10 @@ def _record(
     if rejected is not None or len(earlier) >= required:
         raise Conflict(_decided_message(rejected or earlier[-1]))
     level = len(earlier) + 1
-    _check_reviewer(user, thread, waiting, level, earlier)
+    if governance.answered_by == "owner":
+        _check_owner(user, thread)
+    else:
+        _check_reviewer(user, thread, waiting, level, earlier)
     decision = ApprovalDecision.objects.create(
         decision_id=form.decision_id,
         thread=thread,
@@ -293,7 +308,11 @@ def _record(
             graph=thread.graph,
             user=user,
             thread_id=thread.thread_id,
-            command={"resume": _resume_value(decision, user)},
+            command={
+                "resume": governance.resume_for(
+                    _decision_fields(decision, user), waiting.payload
+                )
+            },
             strategy=Run.Strategy.REJECT,
             governed_resume=True,
         )
@@ -324,7 +343,17 @@ def _record(
         seen=waiting.payload,
         run_id=run_id,
     )
-    return _outcome(decision, required, duplicate=False)
+    return _outcome(decision, required, duplicate=False, governance=governance)
+
+
+def _check_owner(user: Any, thread: Thread) -> None:
+    """Only the thread's owner answers its agent's questions (the agent acts in
+    their name); a superuser who may read the thread does not speak for them."""
+    if thread.owner_id is None or thread.owner_id != user.pk:
+        raise Forbidden(
+            "Only the owner of this thread answers its agent's questions: the agent "
+            "acts in their name."
+        )
 
 
 def _check_reviewer(
@@ -354,8 +383,8 @@ def _check_reviewer(
         )
 
 
-def _resume_value(decision: ApprovalDecision, user: Any) -> dict[str, Any]:
-    """What the graph's console node receives (its ``ReviewDecision`` schema)."""
+def _decision_fields(decision: ApprovalDecision, user: Any) -> dict[str, Any]:
+    """The decision as ``Governance.resume_for`` reads it."""
     return {
         "request_id": decision.request_id,
         "approval_version": decision.approval_version,
@@ -386,12 +415,19 @@ def _replayed(
             "Reload the page to get a fresh form."
         )
     return _outcome(
-        earlier, governance.levels_for(earlier.amount_minor), duplicate=True
+        earlier,
+        governance.levels_for(earlier.amount_minor),
+        duplicate=True,
+        governance=governance,
     )
 
 
 def _outcome(
-    decision: ApprovalDecision, required: int, *, duplicate: bool
+    decision: ApprovalDecision,
+    required: int,
+    *,
+    duplicate: bool,
+    governance: Governance,
 ) -> DecisionOutcome:
     return DecisionOutcome(
         decision_id=decision.decision_id,
@@ -405,6 +441,7 @@ def _outcome(
         decided_at=decision.decided_at,
         run_id=decision.run_id,
         duplicate=duplicate,
+        answered_by=governance.answered_by,
     )
 
 

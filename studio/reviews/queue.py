@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Count, Exists, Min, OuterRef, QuerySet
 from django.utils import timezone
 
 from studio.models import ApprovalDecision, ReviewRequest, Thread
@@ -59,7 +59,11 @@ class WaitingReview:
 
 
 def waiting_review(thread: Thread, governance: Governance) -> WaitingReview | None:
-    """Read the head checkpoint: the unanswered console interrupt, if one waits."""
+    """Read the head checkpoint: the unanswered console interrupt, if one waits.
+
+    ``payload`` is what the decider is shown (``Governance.shown``: the
+    interrupt's value, or more read from the state, such as the tool call ids
+    an agent's question is about)."""
     state = runnable(thread.graph).get_state(
         {"configurable": {"thread_id": thread.thread_id}}
     )
@@ -68,14 +72,18 @@ def waiting_review(thread: Thread, governance: Governance) -> WaitingReview | No
             continue
         for item in task.interrupts:
             payload = item.value if isinstance(item.value, dict) else {}
+            values = state.values if isinstance(state.values, dict) else {}
             try:
+                request_id, version, amount = governance.review_key(
+                    payload, str(item.id or "")
+                )
                 return WaitingReview(
                     node=task.name,
                     interrupt_id=str(item.id),
-                    payload=dict(payload),
-                    request_id=str(payload[governance.request_key]),
-                    approval_version=int(payload[governance.version_key]),
-                    amount_minor=int(payload[governance.amount_key]),
+                    payload=dict(governance.shown(dict(payload), values)),
+                    request_id=request_id,
+                    approval_version=version,
+                    amount_minor=amount,
                 )
             except (KeyError, TypeError, ValueError):
                 log.warning(
@@ -92,8 +100,8 @@ def sync(thread_id: str) -> None:
     if thread is None:
         return
     governance = governance_for(thread.graph)
-    if governance is None:
-        return
+    if governance is None or governance.answered_by == "owner":
+        return  # an agent's questions are its owner's, not the reviewers' queue
     waiting = waiting_review(thread, governance)
     now = timezone.now()
     with transaction.atomic():
@@ -279,6 +287,14 @@ def pending_categories(user: Any) -> list[str]:
 def pending_count(user: Any) -> int:
     """How many reviews wait for ``user`` (the header badge): a COUNT, not a fetch."""
     return _pending(user).count()
+
+
+def waiting_totals() -> tuple[int, datetime | None]:
+    """All reviews waiting now, for anyone, and when the oldest was asked (metrics)."""
+    found = ReviewRequest.objects.filter(status=ReviewRequest.Status.PENDING).aggregate(
+        n=Count("pk"), oldest=Min("created_at")
+    )
+    return int(found["n"]), found["oldest"]
 
 
 def announce() -> None:

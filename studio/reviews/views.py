@@ -5,7 +5,8 @@ of ``reviewers`` / ``senior-reviewers`` (and superusers, for the audit log);
 others get 404 as for any page that is not theirs. The decision form posts to
 the decision page; the outcome (or the refusal, rendered by the error
 middleware) comes back as a redirect with a message, so reloading never
-re-posts.
+re-posts. An agent's question (``Governance.answered_by == "owner"``) is asked
+on its thread page, whose form posts here too: its outcome redirects back there.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, StreamingHttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from studio.http import HtmxHttpRequest, HttpResponseSeeOther, template_for
@@ -43,9 +45,17 @@ def review_detail(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
     if request.method == "POST":
         outcome = decide(request.user, thread_id, request.POST, strings=True)
         messages.success(request, outcome.message)
+        if outcome.answered_by == "owner":  # asked and answered on the thread page
+            return HttpResponseSeeOther(_thread_page(thread_id))
         return HttpResponseSeeOther(request.path)
+    if console.answered_on_thread_page(request.user, thread_id):
+        return redirect(_thread_page(thread_id))
     page = console.review_page(request.user, thread_id)
     return render(request, "reviews/detail.html", {"page": page})
+
+
+def _thread_page(thread_id: str) -> str:
+    return reverse("studio:thread-detail", args=[thread_id])
 
 
 @login_required

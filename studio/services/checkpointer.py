@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 
 from engine.checkpoint.base import BaseCheckpointSaver
+from studio.observability.metrics import CountingSerializer
 
 __all__ = ("get_saver", "reset_saver")
 
@@ -54,6 +55,7 @@ def get_saver() -> BaseCheckpointSaver:
                 manager = SqliteSaver.from_conn_string(str(path))
             saver = manager.__enter__()
             saver.setup()
+            saver.serde = CountingSerializer(saver.serde)  # checkpoint bytes
             _closer = manager
             _saver = saver
     return _saver

@@ -5,7 +5,11 @@ newest first, the last run status to pin above them, and the id of the last
 event), then the thread's WebSocket sends what follows (``studio.consumers``),
 each event rendered by ``components/_run_event.html`` from :func:`event_view`.
 ``stream`` events (chunks recorded for API clients' SSE) are not activity:
-neither lists them.
+neither lists them. ``token`` events (a model's streamed text,
+``studio.services.tokens``) go to the page's transcript, not to the Activity
+list: the socket sends them (``components/_token.html``), the list leaves them
+out, and the page's last event id counts them so a reconnect does not repeat
+them.
 
 **Run order.** The event log is in the order events reached the worker. With
 ``durability="async"`` (the engine's default) a checkpoint is saved in the
@@ -19,11 +23,13 @@ socket resumes from, are unchanged.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from studio.models import Run, RunEvent
 from studio.presenters import ActivityView, NodeState
+from studio.services.tokens import TOKEN
 
 __all__ = (
     "ACTIVITY_LIMIT",
@@ -31,6 +37,7 @@ __all__ = (
     "event_view",
     "in_run_order",
     "run_display_status",
+    "stream_dom_id",
     "summarize",
 )
 
@@ -85,6 +92,13 @@ def run_display_status(payload: dict[str, Any]) -> str:
     return str(status or "")
 
 
+def stream_dom_id(message_id: str) -> str:
+    """The DOM id of a message being streamed (a message id is model output: never
+    put as is into an id or a selector)."""
+    digest = hashlib.sha1(message_id.encode(), usedforsecurity=False).hexdigest()
+    return f"stream-{digest[:16]}"
+
+
 def event_view(row: RunEvent) -> dict[str, Any]:
     """An event as JSON-ready data: id, kind, run, time, payload, and a summary line.
 
@@ -107,6 +121,14 @@ def event_view(row: RunEvent) -> dict[str, Any]:
         )
     status = payload.get("status") if row.kind == "run.status" else None
     step = payload.get("step")
+    token = None
+    if row.kind == TOKEN:
+        token = {
+            "dom_id": stream_dom_id(str(payload.get("message_id", ""))),
+            "delta": str(payload.get("delta", "")),
+            "first": bool(payload.get("first")),
+            "node": str(payload.get("node", "")),
+        }
     return {
         "id": row.id,
         "kind": row.kind,
@@ -121,6 +143,7 @@ def event_view(row: RunEvent) -> dict[str, Any]:
         "status": status,
         "display_status": run_display_status(payload) if status else None,
         "finished": status is not None and status not in _ACTIVE,
+        "token": token,
         "order_step": step
         if row.kind in _STEP_KINDS
         and isinstance(step, int)
@@ -177,8 +200,14 @@ def activity(thread_id: str, nodes: Iterable[str]) -> ActivityView:
     """
     rows = list(
         RunEvent.objects.filter(thread_id=thread_id)
-        .exclude(kind=RunEvent.STREAM)
+        .exclude(kind__in=(RunEvent.STREAM, TOKEN))
         .order_by("-id")[: ACTIVITY_LIMIT + 1]
+    )
+    newest_token = (
+        RunEvent.objects.filter(thread_id=thread_id, kind=TOKEN)
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
     )
     shown = rows[:ACTIVITY_LIMIT]
     events = in_run_order([event_view(row) for row in reversed(shown)])
@@ -198,7 +227,7 @@ def activity(thread_id: str, nodes: Iterable[str]) -> ActivityView:
     return ActivityView(
         thread_id=thread_id,
         events=tuple(reversed(events)),
-        last_event_id=shown[0].id if shown else 0,
+        last_event_id=max(shown[0].id if shown else 0, newest_token or 0),
         older=len(rows) > ACTIVITY_LIMIT,
         nodes=tuple(NodeState(node, states.get(node, "")) for node in nodes),
         outcome=event_view(outcome) if outcome is not None else None,

@@ -25,12 +25,13 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import ProtectedError
+from django.db.models import Count, ProtectedError
 from django.utils import timezone
 
 from studio import titles
 from studio.errors import Conflict, InvalidInput, ThreadNotFound
 from studio.models import AuditEntry, ReviewRequest, Run, Thread
+from studio.observability import observer, tracing
 from studio.reviews import audit
 from studio.reviews.governance import GovernedWrite, governance_for
 from studio.services.access import (
@@ -69,6 +70,17 @@ BUSY_MESSAGE = (
 )
 
 _wake = threading.Condition()
+
+
+def active_counts() -> list[tuple[str, str, int]]:
+    """``(graph, status, count)`` of the runs pending or running now (metrics)."""
+    rows = (
+        Run.objects.filter(status__in=(Run.Status.PENDING, Run.Status.RUNNING))
+        .values_list("graph", "status")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    return [(str(graph), str(status), int(n)) for graph, status, n in rows]
 
 
 def wake_workers() -> None:
@@ -209,10 +221,12 @@ def start_run(
             metadata=metadata or {},
             kwargs=kwargs or {},
             stream_modes=list(stream_modes or []),
+            trace_context=tracing.current_carrier(),
         )
         Thread.objects.filter(pk=thread.pk).update(
             status=Thread.Status.BUSY, updated_at=now
         )
+    observer.queued(run)
     wake_workers()
     return run
 

@@ -138,10 +138,16 @@ class ThreadFeed:
                 self._html.pop(event["id"], None)
 
     def html(self, event: dict[str, Any]) -> str:
-        """The event's activity fragment (rendered once per process)."""
+        """The event's fragment, rendered once per process: an Activity entry, or
+        for a ``token`` event a piece of the transcript's streamed message."""
         found = self._html.get(event["id"])
         if found is None:
-            found = render_to_string("components/_run_event.html", {"event": event})
+            template = (
+                "components/_token.html"
+                if event.get("token")
+                else "components/_run_event.html"
+            )
+            found = render_to_string(template, {"event": event})
             if self.base is not None and event["id"] > self.base:  # one we keep
                 self._html[event["id"]] = found
         return found

@@ -49,6 +49,7 @@ from studio.services.checkpoints import (
 )
 from studio.services.diff import diff_state, plain, summarize
 from studio.services.runs import ACTIVE
+from studio.services.transcript import Transcript, transcript_of
 
 __all__ = (
     "PAGE_SIZE",
@@ -90,6 +91,8 @@ class ThreadPage:
     svg: SafeString | None
     activity: ActivityView
     svg_problem: str = ""
+    transcript: Transcript | None = None
+    """A chat graph's conversation (``studio.services.transcript``), else None."""
 
 
 # -- the threads list ------------------------------------------------------------------
@@ -200,6 +203,7 @@ def thread_page(
         history.saved(checkpoint_id)  # 404 before anything else
     activity = live.activity(thread.thread_id, history.nodes)
     thread.refresh_from_db(fields=("status", "has_state", "updated_at", "title"))
+    conversation = transcript_of(thread, user, upto_event=activity.last_event_id)
     summary = _summary(thread)
     tree = fork_tree.read(thread)
     line = _timeline(
@@ -229,6 +233,7 @@ def thread_page(
         svg=svg,
         activity=activity,
         svg_problem=problem,
+        transcript=conversation,
     )
 
 

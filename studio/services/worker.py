@@ -33,10 +33,15 @@ from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from engine import events as ev
+from engine.checkpoint.base import BaseCheckpointSaver
 from engine.types import Command, Send
 from studio.models import Run, Thread
+from studio.observability import metrics
+from studio.observability.heartbeats import HeartbeatThread
+from studio.observability.observer import RunObserver, leases_taken_over
 from studio.reviews import queue as review_queue
 from studio.services import events as run_events
+from studio.services import tokens as live_tokens
 from studio.services.checkpointer import reset_saver
 from studio.services.diff import plain
 from studio.services.graphs import runnable
@@ -111,7 +116,11 @@ class Worker:
 
     Args:
         name: lease owner name (default: host:pid:random).
-        lease_seconds: how long a claim lasts without a heartbeat.
+        lease_seconds: how long a claim lasts without a heartbeat; also how long
+            the engine's lease on the run's thread lasts without renewal (the
+            saver's ``lease_seconds``), so a run re-queued after its worker
+            died finds the dead run's thread lease expired, or waits for it
+            (runs execute with ``on_busy="wait"``).
     """
 
     def __init__(
@@ -129,7 +138,7 @@ class Worker:
     def requeue_expired(self) -> int:
         """Runs whose worker stopped heartbeating go back to the queue."""
         now = timezone.now()
-        return Run.objects.filter(
+        count = Run.objects.filter(
             status=Run.Status.RUNNING, lease_expires_at__lt=now
         ).update(
             status=Run.Status.PENDING,
@@ -137,6 +146,8 @@ class Worker:
             lease_expires_at=None,
             updated_at=now,
         )
+        leases_taken_over(count)
+        return count
 
     def claim(self) -> Run | None:
         """Take the oldest due pending run of a thread that has no running run.
@@ -204,7 +215,18 @@ class Worker:
         return True
 
     def run_forever(self, poll: float = 1.0) -> None:
-        """Work until :attr:`stopping` is set (sleeping on the in-process wake-up)."""
+        """Work until :attr:`stopping` is set (sleeping on the in-process wake-up).
+
+        Meanwhile a heartbeat thread says this worker is alive (``/readyz``).
+        """
+        beats = HeartbeatThread(self.name, HEARTBEAT_SECONDS)
+        beats.start()
+        try:
+            self._work(poll)
+        finally:
+            beats.stop()
+
+    def _work(self, poll: float) -> None:
         while not self.stopping.is_set():
             try:
                 worked = self.run_once()
@@ -224,6 +246,7 @@ class Worker:
         SIGTERM and a supervisor's stop timeout killed it mid-run.
         """
         reset_saver()
+        metrics.process_stopped()
         for alias in connections:
             conn = connections[alias]
             if conn.in_atomic_block:  # a caller's transaction (tests): not ours to end
@@ -236,7 +259,14 @@ class Worker:
     # -- execution -----------------------------------------------------------------
 
     def execute(self, run: Run) -> None:
-        """Run the graph for ``run``; record its events; settle run and thread."""
+        """Run the graph for ``run``; record its events; settle run and thread.
+
+        A :class:`RunObserver` logs, counts and traces the attempt meanwhile.
+        """
+        with RunObserver(run) as observer:
+            self._execute(run, observer)
+
+    def _execute(self, run: Run, observer: RunObserver) -> None:
         heartbeat = _Heartbeat(run.run_id, self.name, self.lease_seconds)
         heartbeat.start()
         run_events.append(
@@ -246,7 +276,7 @@ class Worker:
         error: dict[str, Any] | None = None
         output: dict[str, Any] = {}
         try:
-            output = self._stream(run)
+            output = self._stream(run, observer)
         except _Cancelled as cancelled:
             status = Run.Status.INTERRUPTED
             output = {"cancelled": cancelled.action}
@@ -260,6 +290,7 @@ class Worker:
             )
         finally:
             heartbeat.stop()
+        observer.finished(status)
         if run.kwargs and status != Run.Status.ERROR:
             output["values"] = _final_values(run)
         now = timezone.now()
@@ -295,6 +326,9 @@ class Worker:
             if not k.startswith(("__", "studio_", "checkpoint_"))
         }
         configurable["thread_id"] = run.thread_id
+        # the engine's thread lease: a run re-queued after its worker died waits
+        # (at most one lease) for the dead run's lease instead of failing
+        configurable["on_busy"] = "wait"
         if run.checkpoint_id:
             configurable["checkpoint_id"] = run.checkpoint_id
         if user is not None:
@@ -329,9 +363,13 @@ class Worker:
                 return None
         return run.input
 
-    def _stream(self, run: Run) -> dict[str, Any]:
+    def _stream(self, run: Run, observer: RunObserver) -> dict[str, Any]:
         graph = runnable(run.graph)
+        saver = getattr(graph, "checkpointer", None)
+        if isinstance(saver, BaseCheckpointSaver):  # the engine's lease lasts as ours
+            saver.lease_seconds = self.lease_seconds
         config = self._config(run)
+        observer.configure(config)
         graph_input = self._input(run, graph, config)
         kwargs = run.kwargs or {}
         durability = kwargs.get("durability") or run.config.get("durability")
@@ -350,15 +388,21 @@ class Worker:
             recorder = run_events.StreamRecorder(run.stream_modes, subgraphs=subgraphs)
             options["stream_mode"] = list(run_events.engine_modes(run.stream_modes))
             options["subgraphs"] = subgraphs
+        # every run streams its models' tokens to the thread page (token events)
+        options["stream_mode"] = sorted({*options.get("stream_mode", ()), "messages"})
+        tokens = live_tokens.TokenRecorder()
         stream = graph.stream_events(
             graph_input, config, durability=durability, **options
         )
         writer = run_events.EventWriter(run)
         try:
             for event in stream:
+                observer.see(event)
                 if recorder is not None:
                     for payload, urgent in recorder.records(event):
                         writer.add(run_events.STREAM, payload, urgent=urgent)
+                for kind, payload in tokens.records(event):
+                    writer.add(kind, payload)
                 if isinstance(event, ev.RunFinished):
                     outcome["interrupted"] = event.status == "interrupted"
                     continue

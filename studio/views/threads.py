@@ -4,7 +4,8 @@ Reading works without JavaScript: every htmx request has a plain-link twin
 that renders the full page. htmx requests get the partial that replaces the
 element they target (``#timeline``, ``#step-panel``, ``#thread-body``); on the
 thread's address that is the timeline, or the newest step's panel when the
-request targets ``#step-panel`` (the live page refreshes both when a run ends).
+request targets ``#step-panel`` (the live page refreshes both when a run ends), or
+the conversation's messages when it targets ``#transcript-settled``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from django_htmx.http import reswap, retarget
 from studio.http import HtmxHttpRequest
 from studio.presenters import ForkFormView
 from studio.services import blame as blame_service
-from studio.services import compare, threads, time_travel, waterfall
+from studio.services import compare, threads, time_travel, transcript, waterfall
 
 DETAIL = "threads/detail.html"
 
@@ -54,6 +55,16 @@ def thread_detail(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
         panel = threads.newest_panel(request.user, thread_id)
         return render(
             request, f"{DETAIL}#step-panel", {"panel": panel, "thread_id": thread_id}
+        )
+    if _partial(request) and request.htmx.target == "transcript-settled":
+        # the live page refreshes the conversation as checkpoints are saved
+        conversation = transcript.transcript(request.user, thread_id)
+        if conversation is None:
+            return HttpResponse(status=204)
+        return render(
+            request,
+            "threads/_transcript.html#transcript-settled",
+            {"transcript": conversation},
         )
     branch = request.GET.get("branch", "")
     if _partial(request):

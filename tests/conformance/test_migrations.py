@@ -120,10 +120,21 @@ _OLD_INDEXES = (
 )
 
 
+def _downgrade_before_leases(spec: SaverSpec) -> int:
+    """Undo Postgres v4 / SQLite v3 (thread leases); the version undone."""
+    spec.execute("DROP TABLE engine_thread_leases")
+    if spec.kind == "postgres":
+        spec.execute("DROP FUNCTION engine_thread_lease_check(TEXT, TEXT, TEXT)")
+    last = len(_all_versions(spec)) - 1
+    spec.execute("DELETE FROM engine_checkpoint_migrations WHERE v = %s", (last,))
+    return last
+
+
 def _downgrade_before_parent_writes(spec: SaverSpec) -> None:
     """Put the rows back in the layout before Postgres v3 / SQLite v2: writes
     kept in a child's row become rows of engine_checkpoint_writes, the column
     goes, the two secondary checkpoint indexes come back."""
+    leases = _downgrade_before_leases(spec)
     for thread_id, ns, parent_id, payload in spec.execute(
         "SELECT thread_id, checkpoint_ns, parent_checkpoint_id, parent_writes "
         "FROM engine_checkpoints WHERE parent_writes IS NOT NULL"
@@ -139,8 +150,7 @@ def _downgrade_before_parent_writes(spec: SaverSpec) -> None:
     spec.execute("ALTER TABLE engine_checkpoints DROP COLUMN parent_writes")
     for statement in _OLD_INDEXES:
         spec.execute(statement)
-    last = len(_all_versions(spec)) - 1
-    spec.execute("DELETE FROM engine_checkpoint_migrations WHERE v = %s", (last,))
+    spec.execute("DELETE FROM engine_checkpoint_migrations WHERE v = %s", (leases - 1,))
 
 
 def _downgrade_to_v1(spec: SaverSpec) -> None:

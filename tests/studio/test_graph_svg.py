@@ -10,6 +10,7 @@ import graphviz
 import pytest
 from django.utils.safestring import SafeString
 
+from engine.prebuilt import ScriptedChatModel, create_react_agent
 from engine.pregel._draw import DrawableGraph, Edge, Node
 from studio.graphs import purchase, research, tool_agent
 from studio.services import graph_svg
@@ -241,8 +242,14 @@ def _chain(n: int) -> DrawableGraph:
     return drawable
 
 
+def _react_agent() -> Any:
+    """A prebuilt ReAct agent: START -> agent and tools -> agent (a loop's fan-in)."""
+    model = ScriptedChatModel([{"content": "done"}])
+    return create_react_agent(model, [tool_agent.lookup_order])
+
+
 def test_fan_in_closing_a_loop_keeps_separate_arrowheads(dot_calls: list[str]) -> None:
-    svg = graph_svg.render_svg(tool_agent.build().get_graph())
+    svg = graph_svg.render_svg(_react_agent().get_graph())
 
     assert "samehead" not in dot_calls[0]  # tools -> agent loops back
     assert re.match(r'<svg class="graph-svg" width="[\d.]+" height="[\d.]+"', svg)

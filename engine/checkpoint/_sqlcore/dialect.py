@@ -201,6 +201,12 @@ _TEMPLATES: dict[str, str] = {
         "FROM k"
     ),
     "thread_exists": ("SELECT 1 FROM engine_checkpoints WHERE thread_id = %s LIMIT 1"),
+    # Checkpoints with their metadata, for a condition appended by the caller
+    # (``delete_for_runs``: the rows whose metadata may name a run).
+    "metadata_select": (
+        "SELECT thread_id, checkpoint_ns, checkpoint_id, {metadata_type}, "
+        "{metadata_payload} FROM engine_checkpoints c"
+    ),
     "copy_checkpoints": (
         f"INSERT INTO engine_checkpoints ({_COLS_CHECKPOINT}) "
         "SELECT %s, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "

@@ -7,6 +7,7 @@ apply the plan, each in one transaction.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from engine.checkpoint._blobs import load_stored, unpack_structure
@@ -15,12 +16,24 @@ from engine.checkpoint._retention import (
     live_blob_keys,
     open_interrupts,
     plan_prune,
+    reparent_survivors,
 )
 from engine.checkpoint._sqlcore.dialect import Op, Rows, SqlDialect, Stmt
+from engine.checkpoint._sqlcore.filters import metadata_condition
 from engine.checkpoint._writes import WRITES_CHANNEL, WRITES_TAG, unpack_task_writes
 from engine.checkpoint.serde.base import SerializerProtocol
 
-__all__ = ("copy_thread", "delete_thread", "prune_thread", "set_ttl", "sweep_expired")
+__all__ = (
+    "copy_thread",
+    "delete_for_runs",
+    "delete_thread",
+    "prune_thread",
+    "set_ttl",
+    "sweep_expired",
+)
+
+RUNS_PER_STATEMENT = 50
+"""Run ids looked up per statement by ``delete_for_runs`` (bounds its parameters)."""
 
 
 def _lock(d: SqlDialect, thread_id: str) -> Op[None]:
@@ -103,6 +116,90 @@ def prune_thread(d: SqlDialect, serde: SerializerProtocol, thread_id: str) -> Op
         if moved_writes:
             yield Stmt(d["insert_write_replace"], many=moved_writes)
         yield Stmt(d["delete_checkpoint"], many=drop)
+    if reparent:
+        yield Stmt(d["reparent"], many=reparent)
+    yield from _collect_blobs(d, serde, thread_id)
+
+
+def delete_for_runs(
+    d: SqlDialect, serde: SerializerProtocol, run_ids: Sequence[str]
+) -> Op[None]:
+    """``delete_for_runs``: the checkpoints whose metadata names one of these runs.
+
+    SQL narrows the rows down with the metadata's JSON where it can read it (a
+    serializer whose metadata is not JSON, e.g. an encrypted one, leaves every
+    row to check); each candidate's metadata is then decoded and checked here.
+    Per thread, under its lock: the checkpoints go with their pending writes;
+    writes a deleted checkpoint's row kept for a parent that stays move to rows
+    of their own; children of deleted checkpoints are re-parented; values no
+    remaining checkpoint reads are deleted.
+    """
+    wanted = sorted({str(run_id) for run_id in run_ids})
+    doomed: dict[str, set[tuple[str, str]]] = {}
+    for start in range(0, len(wanted), RUNS_PER_STATEMENT):
+        chunk = wanted[start : start + RUNS_PER_STATEMENT]
+        conditions = [metadata_condition(d, {"run_id": run_id}) for run_id in chunk]
+        sql, params = d["metadata_select"], []
+        if all(cond is not None for cond in conditions):
+            sql += " WHERE " + " OR ".join(cond[0] for cond in conditions if cond)
+            params = [p for cond in conditions if cond for p in cond[1]]
+        rows: Rows = yield Stmt(sql, params, fetch=True)
+        for thread_id, ns, checkpoint_id, type_tag, payload in rows:
+            where = f"metadata of checkpoint {checkpoint_id!r} of thread {thread_id!r}"
+            metadata = load_stored(serde, (type_tag, bytes(payload)), where)
+            run_id = metadata.get("run_id") if isinstance(metadata, dict) else None
+            if run_id is not None and str(run_id) in chunk:
+                doomed.setdefault(str(thread_id), set()).add((ns, checkpoint_id))
+    for thread_id in sorted(doomed):
+        yield from _delete_checkpoints(d, serde, thread_id, doomed[thread_id])
+
+
+def _delete_checkpoints(
+    d: SqlDialect,
+    serde: SerializerProtocol,
+    thread_id: str,
+    doomed: set[tuple[str, str]],
+) -> Op[None]:
+    """Delete some checkpoints of a thread, keeping the rest a tree (see above)."""
+    yield from _lock(d, thread_id)
+    tree: Rows
+    kept_with_child: Rows
+    tree, kept_with_child = yield (
+        Stmt(d["thread_tree"], (thread_id,), fetch=True),
+        Stmt(d["thread_parent_writes"], (thread_id,), fetch=True),
+    )
+    parents_by_ns: dict[str, dict[str, str | None]] = {}
+    for ns, checkpoint_id, parent_id in tree:
+        parents_by_ns.setdefault(ns, {})[checkpoint_id] = parent_id
+    drop = [
+        (thread_id, ns, cid)
+        for ns, cid in sorted(doomed)
+        if cid in parents_by_ns.get(ns, {})
+    ]
+    if not drop:
+        return
+    moved_writes = [
+        (thread_id, ns, parent, task_id, 0, WRITES_CHANNEL, WRITES_TAG, entry, path)
+        for ns, child, parent, payload in kept_with_child
+        if (ns, child) in doomed
+        and parent is not None
+        and (ns, parent) not in doomed
+        and parent in parents_by_ns.get(ns, {})
+        for task_id, path, entry in unpack_task_writes(
+            bytes(payload), f"entry of writes in checkpoint {child!r} of {thread_id!r}"
+        )
+    ]
+    reparent = [
+        (parent, thread_id, ns, cid)
+        for ns, parents in parents_by_ns.items()
+        for cid, parent in reparent_survivors(
+            parents, [c for n, c in doomed if n == ns]
+        ).items()
+    ]
+    yield Stmt(d["delete_checkpoint_writes"], many=drop)
+    if moved_writes:
+        yield Stmt(d["insert_write_keep"], many=moved_writes)
+    yield Stmt(d["delete_checkpoint"], many=drop)
     if reparent:
         yield Stmt(d["reparent"], many=reparent)
     yield from _collect_blobs(d, serde, thread_id)

@@ -15,7 +15,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Protocol, TypeVar
 
 from engine._internal._typing import RunnableConfig
-from engine.checkpoint._sqlcore import reads, retention, writes
+from engine.checkpoint._lease import ThreadLease
+from engine.checkpoint._sqlcore import lease, reads, retention, writes
+from engine.checkpoint._sqlcore.delta import delta_channel_history
 from engine.checkpoint._sqlcore.dialect import Batch, Op, Rows, SqlDialect, Stmt
 from engine.checkpoint._sqlcore.writes import TaskWrites
 from engine.checkpoint.base import (
@@ -25,6 +27,7 @@ from engine.checkpoint.base import (
     CheckpointMetadata,
     CheckpointSummary,
     CheckpointTuple,
+    DeltaChannelHistory,
     PruneStrategy,
     StepSave,
     ttl_deadline,
@@ -259,6 +262,16 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
     def stored_bytes(self, thread_id: str) -> int:
         return self._run(reads.stored_bytes(self.dialect, str(thread_id)), write=False)
 
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> dict[str, DeltaChannelHistory]:
+        """See ``BaseCheckpointSaver``; one read transaction, two statements per
+        ancestor, reading only the walked channels' values."""
+        if not channels:
+            return {}
+        op = delta_channel_history(self.dialect, self.serde, config, channels, _now())
+        return self._run(op, write=False)
+
     # -- writes ------------------------------------------------------------------
 
     def put(
@@ -335,6 +348,11 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
     def delete_thread(self, thread_id: str) -> None:
         self._run(retention.delete_thread(self.dialect, str(thread_id)), write=True)
 
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """See ``BaseCheckpointSaver``; one transaction."""
+        op = retention.delete_for_runs(self.dialect, self.serde, run_ids)
+        self._run(op, write=True)
+
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         op = retention.copy_thread(
             self.dialect, str(source_thread_id), str(target_thread_id)
@@ -367,6 +385,54 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
     def sweep_expired(self, now: datetime | None = None) -> builtins.list[str]:
         op = retention.sweep_expired(self.dialect, now or _now())
         return self._run(op, write=True)
+
+    # -- thread leases (``lease``: rows of engine_thread_leases) --------------------
+
+    supports_leases = True
+
+    def acquire_lease(
+        self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
+    ) -> ThreadLease:
+        op = lease.acquire(self.dialect, str(thread_id), checkpoint_ns, holder, seconds)
+        return self._run(op, write=True)
+
+    def renew_lease(
+        self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
+    ) -> bool:
+        op = lease.renew(self.dialect, str(thread_id), checkpoint_ns, holder, seconds)
+        return self._run(op, write=True)
+
+    def release_lease(self, thread_id: str, checkpoint_ns: str, holder: str) -> None:
+        op = lease.release(self.dialect, str(thread_id), checkpoint_ns, holder)
+        self._run(op, write=True)
+
+    def get_lease(self, thread_id: str, checkpoint_ns: str) -> ThreadLease | None:
+        op = lease.get(self.dialect, str(thread_id), checkpoint_ns)
+        return self._run(op, write=False)
+
+    async def aacquire_lease(
+        self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
+    ) -> ThreadLease:
+        op = lease.acquire(self.dialect, str(thread_id), checkpoint_ns, holder, seconds)
+        return await self._arun(op, write=True)
+
+    async def arenew_lease(
+        self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
+    ) -> bool:
+        op = lease.renew(self.dialect, str(thread_id), checkpoint_ns, holder, seconds)
+        return await self._arun(op, write=True)
+
+    async def arelease_lease(
+        self, thread_id: str, checkpoint_ns: str, holder: str
+    ) -> None:
+        op = lease.release(self.dialect, str(thread_id), checkpoint_ns, holder)
+        await self._arun(op, write=True)
+
+    async def aget_lease(
+        self, thread_id: str, checkpoint_ns: str
+    ) -> ThreadLease | None:
+        op = lease.get(self.dialect, str(thread_id), checkpoint_ns)
+        return await self._arun(op, write=False)
 
     # -- async twins ---------------------------------------------------------------
 
@@ -402,6 +468,14 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         return await self._arun(
             reads.stored_bytes(self.dialect, str(thread_id)), write=False
         )
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> dict[str, DeltaChannelHistory]:
+        if not channels:
+            return {}
+        op = delta_channel_history(self.dialect, self.serde, config, channels, _now())
+        return await self._arun(op, write=False)
 
     async def aput(
         self,
@@ -449,6 +523,10 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         await self._arun(
             retention.delete_thread(self.dialect, str(thread_id)), write=True
         )
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        op = retention.delete_for_runs(self.dialect, self.serde, run_ids)
+        await self._arun(op, write=True)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         op = retention.copy_thread(

@@ -45,6 +45,7 @@ from engine.checkpoint._blobs import (
     inline_values,
     stored_structure,
 )
+from engine.checkpoint._lease import held_lease, lease_lost
 from engine.checkpoint._sqlcore.dialect import Op, Rows, SqlDialect, Stmt
 from engine.checkpoint._writes import encode_task_writes, pack_task_writes
 from engine.checkpoint.base import (
@@ -96,6 +97,8 @@ class _Entry:
     stored as deltas (decided once the base's chain bookkeeping is known)."""
     write_rows: list[_WriteRow] = field(default_factory=list)
     deadline: datetime | None = None
+    lease: tuple[str, str] | None = None
+    """``(lease_checkpoint_ns, holder)`` of a save fenced by a thread lease."""
 
 
 def _prepare_put(
@@ -122,6 +125,7 @@ def _prepare_put(
         checkpoint["id"],
         None if parent_id is None else str(parent_id),
         conf.get(EXPECTED_HEAD, _UNFENCED),
+        lease=held_lease(config),
     )
     for channel, version in new_versions.items():
         if channel in inline:  # kept in the checkpoint row
@@ -174,7 +178,11 @@ def _prepare_writes(
     if checkpoint_id is None:
         raise ValueError("put_writes() needs a config that addresses a checkpoint_id")
     entry = _Entry(
-        thread_id, conf.get(CONFIG_KEY_CHECKPOINT_NS) or "", None, str(checkpoint_id)
+        thread_id,
+        conf.get(CONFIG_KEY_CHECKPOINT_NS) or "",
+        None,
+        str(checkpoint_id),
+        lease=held_lease(config),
     )
     entry.write_rows = [
         row
@@ -268,6 +276,15 @@ def _store(
     db_checks = d.expect_head is not None
     checked_first = False
     asks: list[Stmt] = []
+    # Thread leases first: a save of a run that lost its thread stores nothing.
+    leases = sorted({(e.thread_id, *e.lease) for e in entries if e.lease is not None})
+    lease_check = d.sql.get("lease_check")
+    leases_at = len(asks)
+    for held in leases:
+        if lease_check is not None:  # fails the transaction (Postgres)
+            yield Stmt(lease_check, held)
+        else:  # compared below, under the write lock (SQLite)
+            asks.append(Stmt(d["lease_get"], held[:2], fetch=True))
     if fenced:
         threads = sorted({e.thread_id for e in fenced})
         if d.lock_thread is not None and not (
@@ -300,6 +317,10 @@ def _store(
         bases_at = len(asks)
         asks.append(Stmt(d["blob_bases"], d.keys_param(sorted(older), 4), fetch=True))
     answers: list[Rows] = list((yield tuple(asks))) if asks else []
+    if lease_check is None:
+        for at, (thread_id, ns, holder) in enumerate(leases, leases_at):
+            if not answers[at] or answers[at][0][0] != holder:
+                raise lease_lost(thread_id, ns, holder)
     heads: dict[tuple[str, str], str | None] = {
         key: (answers[at][0][0] if answers[at] else None)
         for key, at in heads_at.items()

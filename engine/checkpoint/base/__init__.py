@@ -28,9 +28,16 @@ from engine._internal._constants import (
     RESUME,
 )
 from engine._internal._ids import new_checkpoint_id
-from engine._internal._typing import RunnableConfig
-from engine.checkpoint.serde.base import SerializerProtocol
+from engine._internal._typing import MISSING, RunnableConfig
+from engine.checkpoint._delta_history import DeltaChannelHistory, DeltaNode, DeltaWalk
+from engine.checkpoint._lease import DEFAULT_LEASE_SECONDS, ThreadLease
+from engine.checkpoint.serde.base import (
+    SerializerProtocol,
+    UntypedSerializerProtocol,
+    maybe_add_typed_methods,
+)
 from engine.checkpoint.serde.jsonplus import JsonPlusSerializer
+from engine.checkpoint.serde.types import ChannelProtocol
 from engine.errors import (
     CheckpointConflictError,
     EmptyChannelError,
@@ -39,6 +46,7 @@ from engine.errors import (
 )
 
 __all__ = (
+    "EXCLUDED_METADATA_KEYS",
     "WRITES_IDX_MAP",
     "BaseCheckpointSaver",
     "ChannelVersions",
@@ -46,19 +54,24 @@ __all__ = (
     "CheckpointMetadata",
     "CheckpointSummary",
     "CheckpointTuple",
+    "DeltaChannelHistory",
     "EmptyChannelError",
     "PendingWrite",
     "PruneStrategy",
     "StepSave",
+    "ThreadLease",
     "config_for",
     "conflict",
     "copy_checkpoint",
+    "create_checkpoint",
     "empty_checkpoint",
     "get_checkpoint_id",
     "get_checkpoint_metadata",
+    "get_serializable_checkpoint_metadata",
     "metadata_matches",
     "require_thread_id",
     "ttl_deadline",
+    "writes_sort_key",
 )
 
 ChannelVersions = dict[str, str | int | float]
@@ -72,6 +85,33 @@ WRITES_IDX_MAP = {ERROR: -1, INTERRUPT: -3, RESUME: -4}
 the previous value (a task has one error, one interrupt list, one resume list).
 A task's regular writes are one unit: a re-save keeps the first set, as a whole
 (see ``engine.checkpoint._writes``)."""
+
+EXCLUDED_METADATA_KEYS = frozenset(
+    {
+        "thread_id",
+        "checkpoint_id",
+        "checkpoint_ns",
+        "checkpoint_map",
+        "langgraph_step",
+        "langgraph_node",
+        "langgraph_triggers",
+        "langgraph_path",
+        "langgraph_checkpoint_ns",
+    }
+)
+"""Config keys :func:`get_checkpoint_metadata` never copies into metadata: they
+address the checkpoint or describe the task, and are stored elsewhere."""
+
+
+def writes_sort_key(
+    task_path: str, task_id: str = "", idx: int = 0
+) -> tuple[str, str, int]:
+    """The order a step's writes are applied in: by task path (the string given
+    to ``put_writes``), task id, then index. A saver that hands back stored writes
+    for replay must sort them by it, or an order-sensitive reducer would rebuild
+    another value than the run made."""
+    return (task_path, task_id, idx)
+
 
 EXPECTED_HEAD = "__engine_expected_head"
 """Config key: when present in ``put``'s config, the saver refuses the write unless
@@ -92,6 +132,10 @@ class CheckpointMetadata(TypedDict, total=False):
     """The updates that produced this checkpoint, by node name."""
     run_id: str
     thread_id: str
+    counters_since_delta_snapshot: dict[str, tuple[int, int]]
+    """Per ``DeltaChannel``: ``(steps that wrote it, steps)`` since its last saved
+    snapshot; channels at ``(0, 0)`` are left out, and so is the key when all are.
+    Stored as JSON, so read back as 2-item lists."""
 
 
 class Checkpoint(TypedDict, total=False):
@@ -178,6 +222,47 @@ def copy_checkpoint(checkpoint: Checkpoint) -> Checkpoint:
     return copied
 
 
+def create_checkpoint(
+    checkpoint: Checkpoint,
+    channels: Mapping[str, ChannelProtocol[Any, Any, Any]] | None,
+    step: int,
+    *,
+    id: str | None = None,
+) -> Checkpoint:
+    """A new checkpoint after ``checkpoint``: its versions, and its values or,
+    when ``channels`` are given, theirs.
+
+    Only channels that ``checkpoint`` has a version for are read, and empty ones
+    are left out. The id is ``id``, else a new one for ``step``; ``ts`` is now;
+    ``updated_channels`` is None.
+    """
+    if channels is None:
+        values = checkpoint["channel_values"]
+    else:
+        values = {}
+        for name, channel in channels.items():
+            if name not in checkpoint["channel_versions"]:
+                continue
+            try:
+                value = channel.checkpoint()
+            except EmptyChannelError:
+                continue
+            if value is not MISSING:
+                values[name] = value
+    created = Checkpoint(
+        v=CHECKPOINT_FORMAT,
+        id=id or new_checkpoint_id(step),
+        ts=datetime.now(UTC).isoformat(),
+        channel_values=values,
+        channel_versions=checkpoint["channel_versions"],
+        versions_seen=checkpoint["versions_seen"],
+        updated_channels=None,
+    )
+    if "schema_version" in checkpoint:
+        created["schema_version"] = checkpoint["schema_version"]
+    return created
+
+
 def get_checkpoint_id(config: RunnableConfig) -> str | None:
     """The ``checkpoint_id`` a config addresses, if any."""
     checkpoint_id: str | None = config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID)
@@ -216,16 +301,37 @@ def conflict(
 def get_checkpoint_metadata(
     config: RunnableConfig, metadata: CheckpointMetadata
 ) -> CheckpointMetadata:
-    """Metadata enriched with the config's run-level metadata keys (not internals)."""
+    """``metadata`` plus the config's plain values, as LangGraph stores them.
+
+    Keys of ``config["metadata"]``, then of ``config["configurable"]``, are added
+    when ``metadata`` (or an earlier source) lacks them, their value is a
+    string, number or boolean, and they are neither internal (``__`` prefix) nor
+    in :data:`EXCLUDED_METADATA_KEYS`. NUL characters are removed from strings
+    (Postgres text cannot hold them).
+    """
     merged: dict[str, Any] = {
-        k: v
-        for k, v in config.get("metadata", {}).items()
-        if not k.startswith("__")
-        and isinstance(v, (str, int, float, bool))
-        and k not in metadata
+        k: v.replace("\u0000", "") if isinstance(v, str) else v
+        for k, v in metadata.items()
     }
-    merged.update(metadata)
+    for source in (config.get("metadata"), config.get(CONF)):
+        for key, value in (source or {}).items():
+            if key in merged or key in EXCLUDED_METADATA_KEYS or key.startswith("__"):
+                continue
+            if isinstance(value, str):
+                merged[key] = value.replace("\u0000", "")
+            elif isinstance(value, (int, float, bool)):
+                merged[key] = value
     return merged  # type: ignore[return-value]
+
+
+def get_serializable_checkpoint_metadata(
+    config: RunnableConfig, metadata: CheckpointMetadata
+) -> CheckpointMetadata:
+    """:func:`get_checkpoint_metadata` without ``writes`` (which may hold values
+    that only the serializer, not plain JSON, can store)."""
+    merged = get_checkpoint_metadata(config, metadata)
+    merged.pop("writes", None)
+    return merged
 
 
 class BaseCheckpointSaver:
@@ -237,13 +343,24 @@ class BaseCheckpointSaver:
     Beyond LangGraph's contract, savers here support retention (``copy_thread``,
     ``prune``, per-thread TTL) and fencing: a ``put`` whose config carries
     ``EXPECTED_HEAD`` fails with ``CheckpointConflictError`` if another writer
-    advanced the thread meanwhile.
+    advanced the thread meanwhile; and thread leases (``acquire_lease`` and its
+    kin, ``supports_leases``): a run holds its thread while it runs, and a save
+    whose config carries ``HELD_LEASE`` is refused with ``ThreadLeaseLostError``
+    once its run lost the lease (see ``engine.checkpoint._lease``).
     """
 
     serde: SerializerProtocol
 
-    def __init__(self, *, serde: SerializerProtocol | None = None) -> None:
-        self.serde = serde if serde is not None else JsonPlusSerializer()
+    def __init__(
+        self,
+        *,
+        serde: SerializerProtocol | UntypedSerializerProtocol | None = None,
+    ) -> None:
+        self.serde = (
+            maybe_add_typed_methods(serde)
+            if serde is not None
+            else JsonPlusSerializer()
+        )
 
     @property
     def config_specs(self) -> list[Any]:
@@ -304,6 +421,17 @@ class BaseCheckpointSaver:
         """Delete every checkpoint and write of a thread (all namespaces)."""
         raise NotImplementedError
 
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints made by these runs, in every thread and namespace.
+
+        A checkpoint belongs to the run whose id its metadata's ``run_id`` holds;
+        its pending writes go with it. The checkpoints of other runs stay, with
+        their pending writes, and one whose parent was deleted is re-parented to
+        its nearest remaining ancestor (none: it becomes a root), so a history
+        stays a tree. Unknown run ids, and an empty list, delete nothing.
+        """
+        raise NotImplementedError
+
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread's full history (all namespaces) to a new thread id."""
         raise NotImplementedError
@@ -346,6 +474,35 @@ class BaseCheckpointSaver:
                 item.parent_config,
                 item.checkpoint.get("ts"),
             )
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """What rebuilds each ``DeltaChannel`` in ``channels`` at the checkpoint
+        ``config`` addresses: the nearest stored value up its parent chain (the
+        ``seed``, absent when there is none) and the writes stored on the
+        checkpoints from there to its parent, oldest first (see
+        ``engine.checkpoint._delta_history``). Every name gets an entry; no names,
+        no entries. This default walks ``get_tuple``; savers may read less.
+        """
+        if not channels:
+            return {}
+        walk = DeltaWalk(channels, _delta_node(self.get_tuple(config)))
+        while walk.next_id is not None:
+            walk.visit(_delta_node(self.get_tuple(_with_id(config, walk.next_id))))
+        return walk.result()
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Async twin of :meth:`get_delta_channel_history`."""
+        if not channels:
+            return {}
+        walk = DeltaWalk(channels, _delta_node(await self.aget_tuple(config)))
+        while walk.next_id is not None:
+            parent = await self.aget_tuple(_with_id(config, walk.next_id))
+            walk.visit(_delta_node(parent))
+        return walk.result()
 
     def put_steps(
         self, steps: Sequence[StepSave]
@@ -469,6 +626,10 @@ class BaseCheckpointSaver:
     async def adelete_thread(self, thread_id: str) -> None:
         raise NotImplementedError
 
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Async twin of :meth:`delete_for_runs`."""
+        raise NotImplementedError
+
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         raise NotImplementedError
 
@@ -486,6 +647,66 @@ class BaseCheckpointSaver:
         raise NotImplementedError
 
     async def astored_bytes(self, thread_id: str) -> int:
+        raise NotImplementedError
+
+    # -- thread leases (see engine.checkpoint._lease) ------------------------------
+
+    supports_leases: bool = False
+    """Whether this saver keeps thread leases. Runs on a saver without them take
+    no lease (LangGraph's behaviour: concurrent runs on a thread both go on)."""
+
+    lease_seconds: float = DEFAULT_LEASE_SECONDS
+    """How long a run's lease on a thread lasts without renewal; a run renews it
+    every third of that. Set it on the saver (``saver.lease_seconds = 60``) to
+    match a worker's own lease: a run resumed after its process died waits at
+    most this long for the dead run's lease to expire."""
+
+    def acquire_lease(
+        self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
+    ) -> ThreadLease:
+        """Take the lease on a thread and namespace for ``seconds``, unless another
+        holder's lease is still running. Returns the lease as it stands after the
+        attempt: taken when its ``holder`` is ``holder`` (taking it again as the
+        same holder renews it)."""
+        raise NotImplementedError
+
+    def renew_lease(
+        self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
+    ) -> bool:
+        """Extend ``holder``'s lease to ``seconds`` from now; False when ``holder``
+        no longer holds it (taken over or released)."""
+        raise NotImplementedError
+
+    def release_lease(self, thread_id: str, checkpoint_ns: str, holder: str) -> None:
+        """Give the lease back if ``holder`` still holds it (else do nothing)."""
+        raise NotImplementedError
+
+    def get_lease(self, thread_id: str, checkpoint_ns: str) -> ThreadLease | None:
+        """The lease on a thread and namespace, expired or not; None when free."""
+        raise NotImplementedError
+
+    async def aacquire_lease(
+        self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
+    ) -> ThreadLease:
+        """Async twin of :meth:`acquire_lease`."""
+        raise NotImplementedError
+
+    async def arenew_lease(
+        self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
+    ) -> bool:
+        """Async twin of :meth:`renew_lease`."""
+        raise NotImplementedError
+
+    async def arelease_lease(
+        self, thread_id: str, checkpoint_ns: str, holder: str
+    ) -> None:
+        """Async twin of :meth:`release_lease`."""
+        raise NotImplementedError
+
+    async def aget_lease(
+        self, thread_id: str, checkpoint_ns: str
+    ) -> ThreadLease | None:
+        """Async twin of :meth:`get_lease`."""
         raise NotImplementedError
 
     # -- versions ----------------------------------------------------------------
@@ -518,6 +739,23 @@ def config_for(
     if checkpoint_id is not None:
         conf[CONFIG_KEY_CHECKPOINT_ID] = checkpoint_id
     return {CONF: conf}
+
+
+def _with_id(config: RunnableConfig, checkpoint_id: str) -> RunnableConfig:
+    return {CONF: {**config.get(CONF, {}), CONFIG_KEY_CHECKPOINT_ID: checkpoint_id}}
+
+
+def _delta_node(saved: CheckpointTuple | None) -> DeltaNode | None:
+    if saved is None:
+        return None
+    parent = saved.parent_config
+    return DeltaNode(
+        saved.checkpoint["id"],
+        get_checkpoint_id(parent) if parent is not None else None,
+        saved.checkpoint["channel_versions"],
+        saved.checkpoint["channel_values"],
+        saved.pending_writes or (),
+    )
 
 
 def ttl_deadline(ttl: timedelta | float | None) -> datetime | None:

@@ -10,6 +10,12 @@ are BYTEA with a JSONB projection of the metadata.
 Connections must be in autocommit mode (the saver issues ``BEGIN``/``COMMIT``
 itself); :meth:`PostgresSaver.from_conn_string` makes a suitable pool.
 
+Every call already sends its statements in pipeline mode (one round trip for
+a step's writes). A saver may also be given a single connection together with
+a psycopg ``Pipeline`` the caller opened on it (``PostgresSaver(conn, pipe)``,
+or ``from_conn_string(..., pipeline=True)``), as in LangGraph: its statements
+then go through that pipeline, each call synced (so committed) when it ends.
+
 Example:
     >>> with PostgresSaver.from_conn_string("postgresql://localhost/app") as saver:
     ...     saver.setup()
@@ -24,12 +30,13 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from typing import Any, TypeVar
 
-from psycopg import Connection, Cursor, Error
+from psycopg import Capabilities, Connection, Cursor, Error, Pipeline
 from psycopg.errors import UndefinedTable
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
 from engine._internal import _postgres
+from engine.checkpoint._lease import lease_lost
 from engine.checkpoint._sqlcore.dialect import Batch, Op, Stmt
 from engine.checkpoint._sqlcore.saver import SETUP_HINT, SqlCheckpointSaver, drive
 from engine.checkpoint.base import conflict
@@ -39,14 +46,25 @@ from engine.checkpoint.postgres._sql import (
     CONFLICT_SQLSTATE,
     CREATE_MIGRATIONS_TABLE,
     DIALECT,
+    LEASE_LOST_SQLSTATE,
     MIGRATION_LOCK,
     MIGRATIONS,
 )
 from engine.checkpoint.serde.base import SerializerProtocol
 
-__all__ = ("PostgresSaver", "migrate", "require_autocommit", "translate")
+__all__ = (
+    "Conn",
+    "PostgresSaver",
+    "check_pipe",
+    "migrate",
+    "require_autocommit",
+    "translate",
+)
 
 T = TypeVar("T")
+
+type Conn = Connection[Any] | ConnectionPool[Connection[Any]]
+"""What :class:`PostgresSaver` takes: one connection, or a pool of them."""
 
 CHECKPOINT_USERS = "Postgres checkpoint savers"
 
@@ -93,6 +111,8 @@ class PostgresSaver(SqlCheckpointSaver):
         conn: a ``psycopg_pool.ConnectionPool`` (recommended) or one
             ``psycopg.Connection`` (shared by threads behind a lock); either way
             with ``autocommit=True``.
+        pipe: a ``psycopg.Pipeline`` open on ``conn`` (a single connection, not
+            a pool): the saver's statements go through it.
         serde: serializer (default: tagged JSON).
         default_ttl: seconds after its last checkpoint when a thread expires.
     """
@@ -101,28 +121,47 @@ class PostgresSaver(SqlCheckpointSaver):
 
     def __init__(
         self,
-        conn: Connection[Any] | ConnectionPool[Any],
-        *,
+        conn: Conn,
+        pipe: Pipeline | None = None,
         serde: SerializerProtocol | None = None,
+        *,
         default_ttl: float | None = None,
     ) -> None:
         super().__init__(serde=serde, default_ttl=default_ttl)
+        check_pipe(conn, pipe, ConnectionPool)
         self.conn = conn
+        self.pipe = pipe
         self.lock = threading.Lock()
         self.is_setup = False
+        self.supports_pipeline = Capabilities().has_pipeline()
 
     @classmethod
     @contextmanager
     def from_conn_string(
-        cls, conn_string: str, *, max_size: int = 10, **kwargs: Any
+        cls,
+        conn_string: str,
+        *,
+        pipeline: bool = False,
+        max_size: int = 10,
+        **kwargs: Any,
     ) -> Iterator[PostgresSaver]:
-        """A saver on a new connection pool (closed on exit).
+        """A saver on a new connection pool, or with ``pipeline`` on one new
+        connection in pipeline mode (closed on exit either way).
 
         Args:
             conn_string: a libpq DSN or URL.
+            pipeline: one connection and a ``Pipeline`` on it (see the class),
+                instead of a pool.
             max_size: most connections the pool opens.
             **kwargs: constructor arguments (``serde``, ``default_ttl``).
         """
+        if pipeline:
+            with (
+                Connection.connect(conn_string, autocommit=True) as conn,
+                conn.pipeline() as pipe,
+            ):
+                yield cls(conn, pipe, **kwargs)
+            return
         with _postgres.open_pool(conn_string, max_size=max_size) as pool:
             yield cls(pool, **kwargs)
 
@@ -139,6 +178,8 @@ class PostgresSaver(SqlCheckpointSaver):
         if not self.is_setup:
             with self._connection() as conn:
                 migrate(conn)
+                if self.pipe is not None:
+                    self.pipe.sync()
             self.is_setup = True
 
     def _run(self, op: Op[T], *, write: bool) -> T:
@@ -151,7 +192,8 @@ class PostgresSaver(SqlCheckpointSaver):
             try:
                 conn = held.enter_context(self._connection())
                 require_autocommit(conn.autocommit)
-                pipe.enter_context(conn.pipeline())
+                if self.supports_pipeline:  # nested in self.pipe when given
+                    pipe.enter_context(conn.pipeline())
                 conn.execute(BEGIN_WRITE if write else BEGIN_READ, prepare=False)
             except BaseException:
                 pipe.close()
@@ -203,11 +245,32 @@ class PostgresSaver(SqlCheckpointSaver):
             raise translate(exc) from None
 
 
+def check_pipe(conn: object, pipe: object | None, pool_type: type) -> None:
+    """Refuse a pipeline given with a pool, or opened on another connection."""
+    if pipe is None:
+        return
+    if isinstance(conn, pool_type):
+        raise ValueError(
+            "A pipeline can only be used with a single connection, not a pool: "
+            "pass the connection the pipeline was opened on."
+        )
+    if getattr(pipe, "pgconn", None) is not getattr(conn, "pgconn", object()):
+        raise ValueError("The pipeline was opened on another connection than conn.")
+
+
 def translate(exc: Error) -> BaseException:
-    """A fencing failure raised by the database as CheckpointConflictError, a
-    missing table as a hint to run ``setup()``; other errors unchanged."""
+    """A fencing failure raised by the database as CheckpointConflictError (a
+    lost thread lease as ThreadLeaseLostError), a missing table as a hint to run
+    ``setup()``; other errors unchanged."""
     if isinstance(exc, UndefinedTable) and "engine_checkpoint" in str(exc):
         return UndefinedTable(f"{exc}\n{SETUP_HINT}")
+    if exc.sqlstate == LEASE_LOST_SQLSTATE:
+        lost = json.loads(exc.diag.message_detail or "{}")
+        return lease_lost(
+            lost.get("thread_id", ""),
+            lost.get("checkpoint_ns", ""),
+            lost.get("holder", ""),
+        )
     if exc.sqlstate != CONFLICT_SQLSTATE:
         return exc
     detail = json.loads(exc.diag.message_detail or "{}")

@@ -54,6 +54,8 @@ __all__ = (
     "BEGIN_WRITE",
     "CREATE_MIGRATIONS_TABLE",
     "DIALECT",
+    "LEASE_LOST_SQLSTATE",
+    "LEASE_STATEMENTS",
     "MIGRATIONS",
     "MIGRATION_LOCK",
     "PostgresDialect",
@@ -66,6 +68,10 @@ THREAD_LOCK_CLASS = 0x656E67
 """First key of the ``pg_advisory_xact_lock(int, int)`` a thread's fenced writes
 and retention operations take; the second is ``hashtext(thread_id)`` (the
 two-int key space does not overlap the bigint one)."""
+
+LEASE_LOST_SQLSTATE = "EC410"
+"""Raised by ``engine_thread_lease_check``; its DETAIL is a JSON object with
+``thread_id``, ``checkpoint_ns`` and ``holder``."""
 
 CONFLICT_SQLSTATE = "EC409"
 """Raised by ``engine_checkpoint_expect_head``; its DETAIL is a JSON object with
@@ -213,7 +219,72 @@ MIGRATIONS: list[tuple[str, ...]] = [
             "thread_id checkpoint_ns checkpoint_id task_id channel type blob task_path",
         ),
     ),
+    # v4: thread leases, one row per thread and namespace a run holds (see
+    # ``engine.checkpoint._lease``), timed by the database's clock; and the check
+    # a fenced save runs first, in one statement so it costs no round trip: it
+    # share-locks the holder's row (a takeover waits for the save, or the save
+    # sees the new holder) and fails the transaction when the row is not its.
+    (
+        """CREATE TABLE engine_thread_leases (
+            thread_id TEXT COLLATE "C" NOT NULL,
+            checkpoint_ns TEXT COLLATE "C" NOT NULL DEFAULT '',
+            holder TEXT NOT NULL,
+            expires_at TIMESTAMPTZ NOT NULL,
+            PRIMARY KEY (thread_id, checkpoint_ns)
+        )""",
+        f"""CREATE FUNCTION engine_thread_lease_check(
+            p_thread_id TEXT, p_checkpoint_ns TEXT, p_holder TEXT
+        ) RETURNS VOID LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM 1 FROM engine_thread_leases
+            WHERE thread_id = p_thread_id AND checkpoint_ns = p_checkpoint_ns
+            AND holder = p_holder FOR SHARE;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION USING
+                    ERRCODE = '{LEASE_LOST_SQLSTATE}',
+                    MESSAGE = 'thread lease lost',
+                    DETAIL = json_build_object(
+                        'thread_id', p_thread_id, 'checkpoint_ns', p_checkpoint_ns,
+                        'holder', p_holder
+                    )::text;
+            END IF;
+        END
+        $$""",
+    ),
 ]
+
+_LEASE_END = "clock_timestamp() + make_interval(secs => %s::float8)"
+
+LEASE_STATEMENTS = {
+    "lease_acquire": (
+        "INSERT INTO engine_thread_leases AS l "
+        "(thread_id, checkpoint_ns, holder, expires_at) "
+        f"VALUES (%s, %s, %s, {_LEASE_END}) "
+        "ON CONFLICT (thread_id, checkpoint_ns) DO UPDATE SET "
+        "holder = excluded.holder, expires_at = excluded.expires_at "
+        "WHERE l.expires_at <= clock_timestamp() OR l.holder = excluded.holder "
+        "RETURNING holder, expires_at"
+    ),
+    "lease_renew": (
+        f"UPDATE engine_thread_leases SET expires_at = {_LEASE_END} "
+        "WHERE thread_id = %s AND checkpoint_ns = %s AND holder = %s "
+        "RETURNING expires_at"
+    ),
+    "lease_release": (
+        "DELETE FROM engine_thread_leases "
+        "WHERE thread_id = %s AND checkpoint_ns = %s AND holder = %s"
+    ),
+    "lease_get": (
+        "SELECT holder, expires_at FROM engine_thread_leases "
+        "WHERE thread_id = %s AND checkpoint_ns = %s"
+    ),
+    "lease_check": "SELECT engine_thread_lease_check(%s, %s, %s)",
+    # A lease change lost in a database crash is harmless (a lost take makes the
+    # run's saves refused, a lost renewal or release ends at expiry), so its
+    # commit does not wait for the WAL flush.
+    "lease_commit_early": "SET LOCAL synchronous_commit TO OFF",
+}
+"""Thread-lease statements (``engine.checkpoint._sqlcore.lease``)."""
 
 
 def _keys(width: int) -> str:
@@ -457,6 +528,7 @@ DIALECT = PostgresDialect(
     lock_thread=f"SELECT pg_advisory_xact_lock({THREAD_LOCK_CLASS}, hashtext(%s))",
     expect_head="SELECT engine_checkpoint_expect_head(%s, %s, %s)",
     overrides={
+        **LEASE_STATEMENTS,
         "insert_checkpoint": _INSERT_CHECKPOINT,
         "copy_checkpoints": _COPY_CHECKPOINTS,
         "stored_bytes": _STORED_BYTES,

@@ -19,14 +19,14 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from typing import Any, TypeVar
 
-from psycopg import AsyncConnection, AsyncCursor, Error
+from psycopg import AsyncConnection, AsyncCursor, AsyncPipeline, Capabilities, Error
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool
 
 from engine._internal._postgres import aborrowed, aopen_pool
 from engine.checkpoint._sqlcore.dialect import Batch, Op, Stmt
 from engine.checkpoint._sqlcore.saver import SqlCheckpointSaver, adrive
-from engine.checkpoint.postgres import require_autocommit, translate
+from engine.checkpoint.postgres import check_pipe, require_autocommit, translate
 from engine.checkpoint.postgres._sql import (
     BEGIN_READ,
     BEGIN_WRITE,
@@ -37,9 +37,12 @@ from engine.checkpoint.postgres._sql import (
 )
 from engine.checkpoint.serde.base import SerializerProtocol
 
-__all__ = ("AsyncPostgresSaver", "amigrate")
+__all__ = ("AsyncPostgresSaver", "Conn", "amigrate")
 
 T = TypeVar("T")
+
+type Conn = AsyncConnection[Any] | AsyncConnectionPool[AsyncConnection[Any]]
+"""What :class:`AsyncPostgresSaver` takes: one connection, or a pool of them."""
 
 
 async def amigrate(conn: AsyncConnection[Any]) -> list[int]:
@@ -75,6 +78,9 @@ class AsyncPostgresSaver(SqlCheckpointSaver):
         conn: a ``psycopg_pool.AsyncConnectionPool`` (recommended) or one
             ``psycopg.AsyncConnection`` (calls take turns on it); either way with
             ``autocommit=True``.
+        pipe: a ``psycopg.AsyncPipeline`` open on ``conn`` (a single connection,
+            not a pool): the saver's statements go through it, each call synced
+            when it ends (see :class:`~engine.checkpoint.postgres.PostgresSaver`).
         serde: serializer (default: tagged JSON).
         default_ttl: seconds after its last checkpoint when a thread expires.
     """
@@ -83,15 +89,19 @@ class AsyncPostgresSaver(SqlCheckpointSaver):
 
     def __init__(
         self,
-        conn: AsyncConnection[Any] | AsyncConnectionPool[Any],
-        *,
+        conn: Conn,
+        pipe: AsyncPipeline | None = None,
         serde: SerializerProtocol | None = None,
+        *,
         default_ttl: float | None = None,
     ) -> None:
         super().__init__(serde=serde, default_ttl=default_ttl)
+        check_pipe(conn, pipe, AsyncConnectionPool)
         self.conn = conn
+        self.pipe = pipe
         self.lock = asyncio.Lock()
         self.is_setup = False
+        self.supports_pipeline = Capabilities().has_pipeline()
         try:
             self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -103,18 +113,29 @@ class AsyncPostgresSaver(SqlCheckpointSaver):
         cls,
         conn_string: str,
         *,
+        pipeline: bool = False,
         serde: SerializerProtocol | None = None,
         max_size: int = 10,
         **kwargs: Any,
     ) -> AsyncIterator[AsyncPostgresSaver]:
-        """A saver on a new async connection pool (closed on exit).
+        """A saver on a new async connection pool, or with ``pipeline`` on one
+        new connection in pipeline mode (closed on exit either way).
 
         Args:
             conn_string: a libpq DSN or URL.
+            pipeline: one connection and an ``AsyncPipeline`` on it, instead of
+                a pool.
             serde: serializer (default: tagged JSON).
             max_size: most connections the pool opens.
             **kwargs: other constructor arguments (``default_ttl``).
         """
+        if pipeline:
+            async with (
+                await AsyncConnection.connect(conn_string, autocommit=True) as conn,
+                conn.pipeline() as pipe,
+            ):
+                yield cls(conn, pipe, serde, **kwargs)
+            return
         async with aopen_pool(conn_string, max_size=max_size) as pool:
             yield cls(pool, serde=serde, **kwargs)
 
@@ -131,6 +152,8 @@ class AsyncPostgresSaver(SqlCheckpointSaver):
         if not self.is_setup:
             async with self._connection() as conn:
                 await amigrate(conn)
+                if self.pipe is not None:
+                    await self.pipe.sync()
             self.is_setup = True
 
     async def _arun(self, op: Op[T], *, write: bool) -> T:
@@ -143,7 +166,8 @@ class AsyncPostgresSaver(SqlCheckpointSaver):
             try:
                 conn = await held.enter_async_context(self._connection())
                 require_autocommit(conn.autocommit)
-                await pipe.enter_async_context(conn.pipeline())
+                if self.supports_pipeline:  # nested in self.pipe when given
+                    await pipe.enter_async_context(conn.pipeline())
                 await conn.execute(BEGIN_WRITE if write else BEGIN_READ, prepare=False)
             except BaseException:
                 await pipe.aclose()

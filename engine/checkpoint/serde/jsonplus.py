@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from engine.checkpoint.serde.event_hooks import emit_serde_event
 from engine.errors import ErrorCode, SerializationError, error_message
 
 __all__ = (
@@ -325,7 +326,14 @@ class _Encoder:
         slots_send = _send_fields(obj)
         if slots_send is not None:
             node, arg = slots_send
-            return {TAG: "send", "node": node, "arg": enc(arg, f"{path}.arg")}
+            packet = {TAG: "send", "node": node, "arg": enc(arg, f"{path}.arg")}
+            if (timeout := obj.timeout) is not None:  # a TimeoutPolicy, as plain fields
+                packet["timeout"] = {
+                    "run_timeout": timeout.run_timeout,
+                    "idle_timeout": timeout.idle_timeout,
+                    "refresh_on": timeout.refresh_on,
+                }
+            return packet
         if isinstance(obj, UnknownObject):
             return {TAG: "unknown", "c": obj.type_name, "v": obj.data}
         raise SerializationError(
@@ -385,6 +393,9 @@ class _Decoder:
                 ) from exc
             if isinstance(target, type):
                 return target
+        emit_serde_event(
+            {"kind": "msgpack_blocked", "module": module_name, "name": qualname}
+        )
         if self.lenient:
             return None
         raise SerializationError(
@@ -428,9 +439,14 @@ class _Decoder:
         if tag == "float":
             return float(value)
         if tag == "send":
-            from engine.types import Send  # noqa: PLC0415 - avoid import cycle at load
+            from engine.types import Send, TimeoutPolicy  # noqa: PLC0415 - avoid import cycle
 
-            return Send(obj["node"], dec(obj["arg"]))
+            timeout = obj.get("timeout")
+            return Send(
+                obj["node"],
+                dec(obj["arg"]),
+                timeout=TimeoutPolicy(**timeout) if timeout is not None else None,
+            )
         if tag in ("enum", "pydantic", "dataclass", "namedtuple"):
             return self._decode_class(tag, obj)
         if tag == "unknown":

@@ -159,6 +159,37 @@ class SqliteSaver(SqlCheckpointSaver):
                 migrate(self.conn)
                 self.is_setup = True
 
+    @contextmanager
+    def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
+        """A cursor on the saver's connection, for statements of your own.
+
+        Holds the saver's lock until the block ends (its calls from other
+        threads wait) and sets the tables up first. With ``transaction`` the
+        block is one write transaction (``BEGIN IMMEDIATE``), committed when it
+        ends and rolled back when it raises; without, each statement commits on
+        its own (connections from :func:`connect` are in autocommit mode).
+        """
+        with self.lock:
+            self.setup()
+            cur = self.conn.cursor()
+            try:
+                if not transaction:
+                    yield cur
+                    return
+                cur.execute("BEGIN IMMEDIATE")
+                try:
+                    yield cur
+                except BaseException:
+                    _rollback(self.conn)
+                    raise
+                try:
+                    cur.execute("COMMIT")
+                except BaseException:
+                    _rollback(self.conn)
+                    raise
+            finally:
+                cur.close()
+
     def _run(self, op: Op[T], *, write: bool) -> T:
         if not self.is_setup:
             self.setup()

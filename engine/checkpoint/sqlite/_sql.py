@@ -25,7 +25,13 @@ import orjson
 
 from engine.checkpoint._sqlcore.dialect import SqlDialect
 
-__all__ = ("CREATE_MIGRATIONS_TABLE", "DIALECT", "MIGRATIONS", "SqliteDialect")
+__all__ = (
+    "CREATE_MIGRATIONS_TABLE",
+    "DIALECT",
+    "LEASE_STATEMENTS",
+    "MIGRATIONS",
+    "SqliteDialect",
+)
 
 CREATE_MIGRATIONS_TABLE = (
     "CREATE TABLE IF NOT EXISTS engine_checkpoint_migrations ("
@@ -96,7 +102,49 @@ MIGRATIONS: list[tuple[str, ...]] = [
         "DROP INDEX IF EXISTS engine_checkpoints_thread_idx",
         "DROP INDEX IF EXISTS engine_checkpoints_id_idx",
     ),
+    # v3 (as Postgres' v4): thread leases, one row per thread and namespace a
+    # run holds (see ``engine.checkpoint._lease``); expiry in Unix seconds.
+    (
+        """CREATE TABLE engine_thread_leases (
+            thread_id TEXT NOT NULL,
+            checkpoint_ns TEXT NOT NULL DEFAULT '',
+            holder TEXT NOT NULL,
+            expires_at REAL NOT NULL,
+            PRIMARY KEY (thread_id, checkpoint_ns)
+        )""",
+    ),
 ]
+
+_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
+"""The database's clock as Unix seconds (works on every SQLite version)."""
+
+LEASE_STATEMENTS = {
+    "lease_acquire": (
+        "INSERT INTO engine_thread_leases AS l "
+        "(thread_id, checkpoint_ns, holder, expires_at) "
+        f"VALUES (%s, %s, %s, {_NOW} + %s) "
+        "ON CONFLICT (thread_id, checkpoint_ns) DO UPDATE SET "
+        "holder = excluded.holder, expires_at = excluded.expires_at "
+        f"WHERE l.expires_at <= {_NOW} OR l.holder = excluded.holder "
+        "RETURNING holder, expires_at"
+    ),
+    "lease_renew": (
+        f"UPDATE engine_thread_leases SET expires_at = {_NOW} + %s "
+        "WHERE thread_id = %s AND checkpoint_ns = %s AND holder = %s "
+        "RETURNING expires_at"
+    ),
+    "lease_release": (
+        "DELETE FROM engine_thread_leases "
+        "WHERE thread_id = %s AND checkpoint_ns = %s AND holder = %s"
+    ),
+    "lease_get": (
+        "SELECT holder, expires_at FROM engine_thread_leases "
+        "WHERE thread_id = %s AND checkpoint_ns = %s"
+    ),
+}
+"""Thread-lease statements (``engine.checkpoint._sqlcore.lease``). A fenced save
+reads ``lease_get`` inside its ``BEGIN IMMEDIATE`` transaction, which no
+takeover can interleave with."""
 
 
 def _keys(width: int) -> str:
@@ -173,5 +221,7 @@ class SqliteDialect(SqlDialect):
         return sql, (path, tag_path)
 
 
-DIALECT = SqliteDialect(placeholder="?", keys3=_keys(3), keys4=_keys(4))
+DIALECT = SqliteDialect(
+    placeholder="?", keys3=_keys(3), keys4=_keys(4), overrides=LEASE_STATEMENTS
+)
 """Writers are serialized by ``BEGIN IMMEDIATE``, so no per-thread lock statement."""

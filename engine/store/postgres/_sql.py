@@ -5,7 +5,11 @@ Schema: one row per item in ``engine_store``. The namespace is stored as text wi
 ``text_pattern_ops``, so a prefix search is ``prefix = 'a.b' OR prefix LIKE 'a.b.%'``
 (LIKE metacharacters in labels are escaped). Values are JSONB in the tagged-JSON form
 made by ``jsonplus``; filters compare that form in SQL. ``expires_at``/``ttl_minutes``
-carry TTLs. Table names are prefixed ``engine_`` so LangGraph's own ``store`` tables
+carry TTLs. Semantic search keeps one row per embedded field in
+``engine_store_vectors`` (a ``float8[]`` and its norm; deleted with the item by a
+foreign key) and ranks in SQL with exact arithmetic over the rows under the
+namespace prefix: no pgvector extension is needed, and no approximate index is
+used. Table names are prefixed ``engine_`` so LangGraph's own ``store`` tables
 can live in the same database.
 
 Builders return ``(sql, params)`` and are shared by the sync and async stores. Pure:
@@ -15,13 +19,15 @@ no I/O; the clock is the database's.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
+from engine.store._index import FieldVector, norm, unit
 from engine.store._ops import SERDE, Condition, GetPlan, ListPlan, PutPlan, SearchPlan
-from engine.store.base import WILDCARD, Item, MatchCondition, SearchItem
+from engine.store.base import WILDCARD, DistanceType, Item, MatchCondition, SearchItem
 
 __all__ = (
     "CREATE_MIGRATIONS_TABLE",
@@ -36,9 +42,11 @@ __all__ = (
     "get_query",
     "item_from_row",
     "list_query",
+    "make_loader",
     "namespace_from_text",
     "namespace_text",
     "put_query",
+    "put_vectors_query",
     "refresh_many",
     "STORE_USERS",
     "search_item_from_row",
@@ -46,6 +54,17 @@ __all__ = (
 )
 
 Query = tuple[str, list[Any]]
+Loader = Callable[[Any], dict[str, Any]]
+"""Turns a stored JSONB document (as psycopg parsed it) into an item's value."""
+
+
+def make_loader(deserializer: Callable[[bytes], dict[str, Any]] | None) -> Loader:
+    """How rows' JSONB documents become values: tagged JSON, or ``deserializer``
+    given the document's JSON text as bytes."""
+    if deserializer is None:
+        return SERDE.decode
+    return lambda document: deserializer(orjson.dumps(document))
+
 
 STORE_USERS = "Postgres stores"
 """Who needs autocommit connections, in ``require_autocommit``'s refusal."""
@@ -74,6 +93,18 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX IF NOT EXISTS engine_store_expires_at_idx
         ON engine_store (expires_at) WHERE expires_at IS NOT NULL
+    """,
+    # v3: field vectors for semantic search
+    """
+    CREATE TABLE IF NOT EXISTS engine_store_vectors (
+        prefix text NOT NULL,
+        key text NOT NULL,
+        field text NOT NULL,
+        embedding double precision[] NOT NULL,
+        norm double precision NOT NULL,
+        PRIMARY KEY (prefix, key, field),
+        FOREIGN KEY (prefix, key) REFERENCES engine_store (prefix, key) ON DELETE CASCADE
+    )
     """,
 )
 """Index = version. Append only; never edit a released migration."""
@@ -110,6 +141,9 @@ _REFRESH_MANY = (
 SWEEP = "DELETE FROM engine_store WHERE expires_at IS NOT NULL AND expires_at <= now()"
 
 _UPSERT = """
+WITH old_vectors AS (
+    DELETE FROM engine_store_vectors WHERE prefix = %s AND key = %s
+)
 INSERT INTO engine_store AS s
     (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes)
 SELECT %s, %s, %s::jsonb, clock.t, clock.t,
@@ -149,9 +183,31 @@ def get_query(plan: GetPlan) -> Query:
 
 
 def put_query(plan: PutPlan) -> Query:
-    """Upsert; keeps ``created_at`` unless the previous version had expired."""
+    """Upsert; keeps ``created_at`` unless the previous version had expired.
+
+    Also deletes the item's field vectors: :func:`put_vectors_query` adds the new
+    ones, if any.
+    """
     prefix = namespace_text(plan.namespace)
-    return _UPSERT, [prefix, plan.key, plan.text, plan.ttl, plan.ttl]
+    return _UPSERT, [prefix, plan.key, prefix, plan.key, plan.text, plan.ttl, plan.ttl]
+
+
+_INSERT_VECTORS = """
+INSERT INTO engine_store_vectors (prefix, key, field, embedding, norm)
+SELECT %s, %s, v.field,
+       ARRAY(SELECT jsonb_array_elements_text(v.embedding)::float8), v.norm
+FROM jsonb_to_recordset(%s::jsonb) AS v(field text, embedding jsonb, norm float8)
+"""
+
+
+def put_vectors_query(plan: PutPlan, vectors: Sequence[FieldVector]) -> Query:
+    """Insert an item's field vectors (after :func:`put_query`)."""
+    rows = [
+        {"field": field, "embedding": vector, "norm": norm(vector)}
+        for field, vector in vectors
+    ]
+    prefix = namespace_text(plan.namespace)
+    return _INSERT_VECTORS, [prefix, plan.key, orjson.dumps(rows).decode()]
 
 
 def refresh_many(rows: list[tuple[Any, ...]]) -> Query:
@@ -164,9 +220,15 @@ def delete_query(plan: PutPlan) -> Query:
     return sql, [namespace_text(plan.namespace), plan.key]
 
 
-def search_query(plan: SearchPlan) -> Query:
+def search_query(
+    plan: SearchPlan,
+    query_vector: Sequence[float] | None = None,
+    distance_type: DistanceType = "cosine",
+) -> Query:
     """Select ``prefix, key, value, created_at, updated_at, ttl_minutes, score``.
 
+    With ``query_vector`` (a store with an index), items rank by their best field
+    vector, then items without vectors follow with a NULL score. Otherwise
     ``plan.terms`` must not be ``()`` (a query without words matches nothing).
     """
     where = [_LIVE]
@@ -183,6 +245,19 @@ def search_query(plan: SearchPlan) -> Query:
         f"SELECT {_COLUMNS}, ttl_minutes FROM engine_store WHERE {' AND '.join(where)}"
     )
     page = [plan.limit, plan.offset]
+    if query_vector is not None:
+        score, score_params = _score_sql(query_vector, distance_type)
+        sql = (
+            f"WITH f AS ({filtered}), "
+            f"s AS (SELECT v.prefix, v.key, max({score}) AS score "
+            "FROM engine_store_vectors AS v JOIN f ON f.prefix = v.prefix AND f.key = v.key "
+            "GROUP BY v.prefix, v.key) "
+            f"SELECT f.prefix, f.key, f.value, f.created_at, f.updated_at, f.ttl_minutes, s.score "
+            "FROM f LEFT JOIN s ON s.prefix = f.prefix AND s.key = f.key "
+            'ORDER BY s.score DESC NULLS LAST, f.updated_at DESC, f.prefix COLLATE "C", '
+            'f.key COLLATE "C" LIMIT %s OFFSET %s'
+        )
+        return sql, [*where_params, *score_params, *page]
     if plan.terms is None:
         sql = f"SELECT *, NULL::float8 AS score FROM ({filtered}) AS f ORDER BY {_ORDER} LIMIT %s OFFSET %s"
         return sql, where_params + page
@@ -195,6 +270,17 @@ def search_query(plan: SearchPlan) -> Query:
     )
     term_params = [f"%{_like_escape(term)}%" for term in plan.terms]
     return sql, [*term_params, len(plan.terms), *where_params, *page]
+
+
+def _score_sql(query: Sequence[float], distance_type: DistanceType) -> Query:
+    """The score of vector row ``v`` against the query, as ``_index.similarity``."""
+    pairs = "unnest(v.embedding, %s::float8[]) AS t(a, b)"
+    if distance_type == "l2":
+        return f"-sqrt((SELECT sum((a - b) * (a - b)) FROM {pairs}))", [list(query)]
+    if distance_type == "inner_product":
+        return f"(SELECT sum(a * b) FROM {pairs})", [list(query)]
+    dot = f"(SELECT sum(a * b) FROM {pairs})"
+    return f"CASE WHEN v.norm = 0 THEN 0 ELSE {dot} / v.norm END", [unit(query)]
 
 
 def _filter_sql(condition: Condition) -> Query:
@@ -283,10 +369,15 @@ def _utc(value: datetime) -> datetime:
     return value.astimezone(UTC)
 
 
-def item_from_row(namespace: tuple[str, ...], key: str, row: tuple[Any, ...]) -> Item:
+def item_from_row(
+    namespace: tuple[str, ...],
+    key: str,
+    row: tuple[Any, ...],
+    load: Loader = SERDE.decode,
+) -> Item:
     """From a ``get_query`` row (``prefix, key, value, created_at, updated_at, ...``)."""
     return Item(
-        value=SERDE.decode(row[2]),
+        value=load(row[2]),
         key=key,
         namespace=namespace,
         created_at=_utc(row[3]),
@@ -294,12 +385,14 @@ def item_from_row(namespace: tuple[str, ...], key: str, row: tuple[Any, ...]) ->
     )
 
 
-def search_item_from_row(row: tuple[Any, ...]) -> SearchItem:
+def search_item_from_row(
+    row: tuple[Any, ...], load: Loader = SERDE.decode
+) -> SearchItem:
     """From a ``search_query`` row."""
     return SearchItem(
         namespace_from_text(row[0]),
         row[1],
-        SERDE.decode(row[2]),
+        load(row[2]),
         _utc(row[3]),
         _utc(row[4]),
         row[6],

@@ -73,6 +73,18 @@ DEMO_RUNS: tuple[tuple[str, str, dict[str, Any]], ...] = (
         "tool_agent",
         {"messages": [{"role": "user", "content": "What is order A-1001 in EUR?"}]},
     ),
+    (  # waits for demo to approve or reject the email on its thread page
+        DEMO_USERNAME,
+        "tool_agent",
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": "Email the total of A-1002 to finance@example.com",
+                }
+            ]
+        },
+    ),
 )
 
 

@@ -150,7 +150,7 @@ def test_namespace_may_be_given_as_a_list(store: BaseStore) -> None:
     assert item is not None and item.namespace == ("users", "alice")
 
 
-def test_index_argument_is_accepted_and_ignored(store: BaseStore) -> None:
+def test_index_argument_is_ignored_without_an_index(store: BaseStore) -> None:
     store.put(("docs",), "a", {"text": "hello"}, index=False)
     store.put(("docs",), "b", {"text": "hello"}, index=["text"])
 

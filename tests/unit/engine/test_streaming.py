@@ -136,7 +136,8 @@ def test_stream_tasks_reports_the_error_then_raises() -> None:
             chunks.append(chunk)
 
     assert [c["name"] for c in chunks] == ["boom", "boom"]
-    assert isinstance(chunks[1]["error"], str)
+    error = chunks[1]["error"]  # the exception itself, as LangGraph streams it
+    assert isinstance(error, KeyError) and error.args == ("boom",)
     assert chunks[1]["result"] == {}  # as LangGraph: a failed task wrote nothing
 
 

@@ -9,9 +9,15 @@ Names and signatures follow ``langgraph.store.base``, so ``langgraph.store.X`` p
 Values go through the tagged-JSON serializer (``engine.checkpoint.serde.jsonplus``), so
 datetimes, UUIDs, tuples, pydantic models and dataclasses *inside* a value load back as
 the same types; anything else is refused when it is put, never pickled. Filters compare
-the stored JSON form. Vector (embedding) search is **not provided**: ``query`` is a
-case-insensitive term match over the JSON text of values (see :meth:`BaseStore.search`).
-TTLs are given in **minutes**, as in LangGraph.
+the stored JSON form. TTLs are given in **minutes**, as in LangGraph.
+
+Semantic search. A store made with ``index=IndexConfig(dims=..., embed=...,
+fields=[...])`` embeds the chosen fields of every value it is given (see
+``engine.store.base.embed`` for what ``embed`` may be and ``get_text_at_path`` for
+the field paths) and ranks ``search(..., query=...)`` by the similarity of the query's
+embedding to the best-matching field. Without an index, ``query`` is a
+case-insensitive term match over the JSON text of values (see
+:meth:`BaseStore.search`); LangGraph ignores ``query`` there.
 
 Tenant isolation. ``store.scoped("acme")`` returns a :class:`ScopedStore`, a view that
 prepends the tenant prefix to every namespace on the way in and strips it on the way
@@ -39,10 +45,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal, NamedTuple, TypedDict, cast
 
+from engine.store.base._paths import get_text_at_path, tokenize_path
+from engine.store.base.embed import (
+    AEmbeddingsFunc,
+    Embeddings,
+    EmbeddingsFunc,
+    ensure_embeddings,
+)
+
 __all__ = (
     "NOT_PROVIDED",
     "BaseStore",
+    "Embeddings",
     "GetOp",
+    "IndexConfig",
     "InvalidNamespaceError",
     "InvalidStoreInputError",
     "Item",
@@ -58,7 +74,11 @@ __all__ = (
     "SearchItem",
     "SearchOp",
     "TTLConfig",
+    "ensure_embeddings",
+    "get_text_at_path",
+    "tokenize_path",
     "validate_namespace_labels",
+    "validate_op_namespace",
 )
 
 NamespacePath = tuple[str, ...]
@@ -99,6 +119,39 @@ class TTLConfig(TypedDict, total=False):
     """Whether ``get``/``search`` push an item's expiry back by its TTL (default True)."""
     default_ttl: float | None
     """Minutes an item lives when ``put`` is called without ``ttl=`` (default: forever)."""
+    sweep_interval_minutes: int | None
+    """Minutes between sweeps of the sweeper ``start_ttl_sweeper()`` starts (default 5)."""
+
+
+DistanceType = Literal["cosine", "l2", "inner_product"]
+"""How query and field vectors are compared; the score is larger for closer vectors."""
+
+
+class IndexConfig(TypedDict, total=False):
+    """Semantic search settings, given to a store's constructor as ``index=``.
+
+    Example::
+
+        InMemoryStore(index={"dims": 256, "embed": my_embed, "fields": ["text"]})
+    """
+
+    dims: int
+    """Length of every embedding vector (e.g. 1536 for text-embedding-3-small)."""
+    embed: Embeddings | EmbeddingsFunc | AEmbeddingsFunc | str
+    """What makes the vectors: an ``Embeddings`` object (LangChain's work), a function
+    ``texts -> vectors`` (sync or async) or a ``"provider:model"`` string (needs
+    ``langchain``). See ``engine.store.base.embed``."""
+    fields: list[str] | None
+    """Paths of the text to embed in each value (default ``["$"]``: the whole value
+    as JSON). Each selected text gets its own vector, so ``"items[*].text"`` embeds
+    every item; an item scores by its best vector. ``put(..., index=[...])``
+    overrides this per item, ``index=False`` embeds nothing."""
+    distance_type: DistanceType
+    """``"cosine"`` (default): cosine similarity; ``"inner_product"``: dot product;
+    ``"l2"``: minus the Euclidean distance."""
+    ann_index_config: dict[str, Any]
+    """Accepted for LangGraph's Postgres store and ignored: searches are exact
+    (every vector under the namespace prefix is compared), never approximate."""
 
 
 class Item:
@@ -161,8 +214,10 @@ class Item:
 class SearchItem(Item):
     """An item returned by ``search``, with its relevance ``score``.
 
-    ``score`` is ``None`` for searches without ``query``; otherwise the fraction of
-    the query's distinct terms found in the item (``0 < score <= 1``).
+    ``score`` is ``None`` for searches without ``query``. With a query it is the
+    similarity of the item's best field to the query on a store with an index
+    (``None`` for items stored without vectors), otherwise the fraction of the
+    query's distinct terms found in the item (``0 < score <= 1``).
     """
 
     __slots__ = ("score",)
@@ -222,7 +277,8 @@ class SearchOp(NamedTuple):
     offset: int = 0
     """Number of matching items skipped first."""
     query: str | None = None
-    """Words to look for (case-insensitive) in the JSON text of values."""
+    """Text to rank by: semantic similarity on a store with an index, otherwise
+    words to look for (case-insensitive) in the JSON text of values."""
     refresh_ttl: bool = True
     """Push the returned items' expiry back by their TTL."""
 
@@ -260,14 +316,38 @@ class PutOp(NamedTuple):
     """A dict with string keys whose values the tagged-JSON serializer can store,
     or ``None`` to delete the item."""
     index: Literal[False] | list[str] | None = None  # type: ignore[assignment]
-    """Accepted for LangGraph compatibility and ignored: there is no vector index,
-    and ``query`` always covers the whole value."""
+    """What to embed on a store with an index: ``None``, the store's ``fields``;
+    a list of paths, those; ``False``, nothing (the item is then found by queries
+    only after the embedded ones, with score ``None``). Ignored without an index."""
     ttl: float | None = None
     """Minutes until the item expires (pushed back on reads); ``None``: never."""
 
 
 Op = GetOp | SearchOp | PutOp | ListNamespacesOp
 Result = Item | list[Item] | list[SearchItem] | list[tuple[str, ...]] | None
+
+
+def validate_op_namespace(op: Op) -> None:
+    """Check the namespace labels an op carries, as a store executing it would.
+
+    For ops handed straight to ``batch``: the store methods check namespaces
+    already. Labels are checked, not lengths (an empty namespace passes here).
+
+    Raises:
+        InvalidNamespaceError: a label is not a string, is empty, or contains
+            ``"."`` or NUL.
+    """
+    if isinstance(op, (GetOp, PutOp)):
+        validate_namespace_labels(op.namespace, allow_empty=True)
+    elif isinstance(op, SearchOp):
+        validate_namespace_labels(
+            op.namespace_prefix, what="namespace prefix", allow_empty=True
+        )
+    elif isinstance(op, ListNamespacesOp):
+        for condition in op.match_conditions or ():
+            validate_namespace_labels(
+                condition.path, what=f"{condition.match_type} path", allow_empty=True
+            )
 
 
 def validate_namespace_labels(
@@ -320,10 +400,11 @@ def validate_namespace_labels(
 
 
 class BaseStore(ABC):
-    """Storage contract shared by the memory and Postgres stores.
+    """Storage contract shared by the memory, SQLite and Postgres stores.
 
     Backends implement :meth:`batch` and :meth:`abatch`; every other method builds
-    operations and calls them. Ops in one batch run in order, each seeing the effects
+    operations and calls them. Stores with semantic search set ``index_config``
+    (the ``index=`` they were given) and ``embeddings``. Ops in one batch run in order, each seeing the effects
     of the ones before it. Every backend must pass ``tests/conformance/store``.
 
     Example::
@@ -338,6 +419,10 @@ class BaseStore(ABC):
     """Whether ``put(..., ttl=...)`` is honoured."""
     ttl_config: TTLConfig | None = None
     """Store-wide TTL defaults (see :class:`TTLConfig`)."""
+    index_config: IndexConfig | None = None
+    """The semantic search settings (``None``: ``query`` matches terms)."""
+    embeddings: Embeddings | None = None
+    """What embeds values and queries, made from ``index_config["embed"]``."""
 
     __slots__ = ("__weakref__",)
 
@@ -393,13 +478,16 @@ class BaseStore(ABC):
 
         Args:
             namespace_prefix: literal leading labels (no wildcards); ``()`` for all.
-            query: words looked for, case-insensitively, as substrings of the stored
-                JSON text of each value (keys included, and the type tags of
-                non-JSON values such as ``"tuple"``). Items containing none of the
-                words are left out; ``score`` is the fraction of distinct words found.
-                ``None`` or ``""``: no ranking. This is not semantic search: no
-                embeddings are computed. (Non-ASCII case folding on Postgres follows
-                the database's locale.)
+            query: on a store with an index, text whose embedding ranks the
+                items: the best similarity among an item's embedded fields is its
+                ``score``; items without vectors (``index=False``) follow, with score
+                ``None``. Without an index: words looked for, case-insensitively, as
+                substrings of the stored JSON text of each value (keys included, and
+                the type tags of non-JSON values such as ``"tuple"``); items
+                containing none of the words are left out and ``score`` is the
+                fraction of distinct words found. (Non-ASCII case folding on
+                Postgres follows the database's locale.) ``None`` or ``""``: no
+                ranking.
             filter: top-level value key -> required value. A value compares equal
                 to the stored JSON (``1 == 1.0``; ``True != 1``). Use
                 ``{"$eq"|"$ne"|"$gt"|"$gte"|"$lt"|"$lte": operand}`` for operators;
@@ -411,8 +499,8 @@ class BaseStore(ABC):
             refresh_ttl: as in :meth:`get`, for the returned items.
 
         Returns:
-            Items ordered by score (best first, when ``query`` is given), then most
-            recently updated first, then namespace and key.
+            Items ordered by score (best first, when ``query`` is given; ``None``
+            last), then most recently updated first, then namespace and key.
 
         Raises:
             InvalidNamespaceError: a prefix label is invalid.
@@ -440,7 +528,8 @@ class BaseStore(ABC):
             value: a dict with string keys (``"__t"`` is reserved). Nested values may
                 be anything the tagged-JSON serializer stores (datetimes, UUIDs,
                 tuples, pydantic models, dataclasses...); they load back as such.
-            index: accepted for LangGraph compatibility and ignored (no vector index).
+            index: on a store with an index, the paths to embed (default: the
+                store's ``fields``), or ``False`` to embed nothing. Ignored otherwise.
             ttl: **minutes** until the item expires; reads push the expiry back
                 (see :class:`TTLConfig`). ``None``: never. Not given: the store's
                 ``default_ttl``.
@@ -628,6 +717,8 @@ class ScopedStore(BaseStore):
         self._prefix: tuple[str, ...] = labels
         self.supports_ttl = store.supports_ttl
         self.ttl_config = store.ttl_config
+        self.index_config = store.index_config
+        self.embeddings = store.embeddings
 
     @property
     def prefix(self) -> tuple[str, ...]:

@@ -1,0 +1,73 @@
+"""Thread-lease operations of the SQL savers (see ``engine.checkpoint._lease``).
+
+Leases are rows of ``engine_thread_leases`` (thread_id, checkpoint_ns, holder,
+expires_at), timed by the database's clock so that processes on machines whose
+clocks differ agree on when a lease expired. Each dialect supplies the
+statements as templates of its own (``lease_acquire``, ``lease_renew``,
+``lease_release``, ``lease_get``; Postgres also ``lease_check``, a statement
+that fails the transaction when the holder lost the lease, so a fenced save
+needs no round trip of its own; and ``lease_commit_early``, run first in a
+lease change's transaction). Taking a lease is one statement: an upsert that
+replaces the row only when it expired or is the same holder's.
+"""
+
+from __future__ import annotations
+
+from engine.checkpoint._lease import ThreadLease, check_seconds, lease_time
+from engine.checkpoint._sqlcore.dialect import Op, SqlDialect, Stmt
+
+__all__ = ("acquire", "get", "release", "renew")
+
+
+def acquire(
+    d: SqlDialect, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
+) -> Op[ThreadLease]:
+    """Take the lease unless another holder's is running; the lease after it."""
+    seconds = check_seconds(seconds)
+    yield from _commit_early(d)
+    while True:
+        rows = yield Stmt(
+            d["lease_acquire"], (thread_id, checkpoint_ns, holder, seconds), fetch=True
+        )
+        if not rows:  # another holder's lease runs: say whose
+            rows = yield Stmt(d["lease_get"], (thread_id, checkpoint_ns), fetch=True)
+        if rows:  # else it was released in between: try again
+            return ThreadLease(
+                thread_id, checkpoint_ns, str(rows[0][0]), lease_time(rows[0][1])
+            )
+
+
+def renew(
+    d: SqlDialect, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
+) -> Op[bool]:
+    """Extend ``holder``'s lease; False when it no longer holds it."""
+    yield from _commit_early(d)
+    rows = yield Stmt(
+        d["lease_renew"],
+        (check_seconds(seconds), thread_id, checkpoint_ns, holder),
+        fetch=True,
+    )
+    return bool(rows)
+
+
+def release(d: SqlDialect, thread_id: str, checkpoint_ns: str, holder: str) -> Op[None]:
+    """Delete ``holder``'s lease row (nothing when another holder has it)."""
+    yield from _commit_early(d)
+    yield Stmt(d["lease_release"], (thread_id, checkpoint_ns, holder))
+
+
+def _commit_early(d: SqlDialect) -> Op[None]:
+    """The dialect's statement letting a lease change commit without waiting
+    for durability, when it has one (Postgres)."""
+    if (sql := d.sql.get("lease_commit_early")) is not None:
+        yield Stmt(sql)
+
+
+def get(d: SqlDialect, thread_id: str, checkpoint_ns: str) -> Op[ThreadLease | None]:
+    """The lease row of a thread and namespace, expired or not."""
+    rows = yield Stmt(d["lease_get"], (thread_id, checkpoint_ns), fetch=True)
+    if not rows:
+        return None
+    return ThreadLease(
+        thread_id, checkpoint_ns, str(rows[0][0]), lease_time(rows[0][1])
+    )

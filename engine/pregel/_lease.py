@@ -1,0 +1,350 @@
+"""A run holds its thread: the lease taken before any task runs, renewed, given back.
+
+A root run on a saver that keeps leases (``supports_leases``) with a
+``thread_id`` takes the lease on ``(thread_id, checkpoint_ns)`` before it reads
+the thread, so two processes resuming one interrupted thread at once never
+both run the node after the interrupt: the second is refused with
+:class:`~engine.errors.ThreadBusyError` before it executes anything, or, with
+``on_busy="wait"``, waits for the first to finish and then runs on the head
+the first left. Subgraphs run under their root run's lease (same saver: their
+saves carry it too; no second lease, so no self-deadlock). Without a saver,
+without leases or without a thread id there is no lease (nothing to protect).
+
+Cost: one acquire and one release per run. Renewal is off the step path: one
+daemon thread per process wakes when a held lease is a third of the way to its
+end and renews it from the shared pool; the step path only compares the clock
+with the last renewal (:meth:`ThreadHold.check`). Every save of the run carries
+the lease (``HELD_LEASE``), so a paused or stalled process that lost it writes
+nothing: the saver refuses in the save's own transaction, and the run stops
+before starting another step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from engine._internal._constants import CONF
+from engine._internal._typing import RunnableConfig
+from engine.checkpoint._lease import HELD_LEASE, ThreadLease, lease_lost
+from engine.checkpoint.base import BaseCheckpointSaver
+from engine.errors import ErrorCode, ThreadBusyError, error_message
+from engine.pregel._persist import AsyncPersistence, SyncPersistence, background_pool
+
+if TYPE_CHECKING:
+    from engine.pregel._loop import PregelLoop
+
+__all__ = (
+    "CONFIG_KEY_LEASE",
+    "CONFIG_KEY_ON_BUSY",
+    "OnBusy",
+    "ThreadHold",
+    "aheld_steps",
+    "ahold_thread",
+    "held_steps",
+    "hold_thread",
+    "with_on_busy",
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+OnBusy = Literal["raise", "wait"]
+"""What a run does when another run holds its thread: raise ``ThreadBusyError``
+(the default) or wait until the thread is free (released, or its lease expired
+because its process died)."""
+
+CONFIG_KEY_ON_BUSY = "on_busy"
+"""``config["configurable"]["on_busy"]``: the ``on_busy`` of runs given that
+config (the ``on_busy=`` argument of invoke/stream wins)."""
+
+CONFIG_KEY_LEASE = "__engine_lease"
+"""Configurable key carrying the root run's :class:`ThreadHold` to its subgraphs."""
+
+_FIRST_POLL = 0.05
+_LONGEST_POLL = 1.0
+
+
+def with_on_busy(config: RunnableConfig | None, on_busy: OnBusy | None) -> Any:
+    """``config`` with ``on_busy`` set (unchanged when ``on_busy`` is None)."""
+    if on_busy is None:
+        return config
+    config = dict(config or {})
+    config[CONF] = {**config.get(CONF, {}), CONFIG_KEY_ON_BUSY: on_busy}
+    return config
+
+
+class ThreadHold:
+    """One run's lease on one thread and namespace, while it is held."""
+
+    __slots__ = (
+        "checkpoint_ns",
+        "fence",
+        "holder",
+        "is_async",
+        "lost",
+        "renew_at",
+        "saver",
+        "seconds",
+        "thread_id",
+        "valid_until",
+    )
+
+    def __init__(
+        self,
+        saver: BaseCheckpointSaver,
+        thread_id: str,
+        checkpoint_ns: str,
+        seconds: float,
+        *,
+        is_async: bool,
+    ) -> None:
+        self.saver = saver
+        self.thread_id = thread_id
+        self.checkpoint_ns = checkpoint_ns
+        self.seconds = seconds
+        self.is_async = is_async
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self.fence = (checkpoint_ns, self.holder)
+        """What the run's saves carry under ``HELD_LEASE``."""
+        self.lost = False
+        self.valid_until = 0.0
+        """``time.monotonic()`` before which the lease surely still runs (the
+        last successful take or renewal was sent at least ``seconds`` earlier)."""
+        self.renew_at = 0.0
+
+    def _held(self, sent: float) -> None:
+        self.valid_until = sent + self.seconds
+        self.renew_at = sent + self.seconds / 3
+
+    def check(self) -> None:
+        """Before a step: raise ``ThreadLeaseLostError`` if the lease was lost.
+
+        Costs a clock read while renewals keep up. When they did not (the
+        process was paused or starved for two thirds of the lease), a sync run
+        renews at once and goes on if nobody took the thread meanwhile; an async
+        run stops (its saver's sync calls may need the event loop it runs on).
+        """
+        if not self.lost and time.monotonic() < self.valid_until:
+            return
+        if not self.lost and not self.is_async:
+            self.renew()
+        if self.lost or time.monotonic() >= self.valid_until:
+            self.lost = True
+            raise lease_lost(self.thread_id, self.checkpoint_ns, self.holder)
+
+    def renew(self) -> None:
+        """Extend the lease (the renewer calls this from the shared pool)."""
+        if self.lost:
+            return
+        sent = time.monotonic()
+        try:
+            held = self.saver.renew_lease(
+                self.thread_id, self.checkpoint_ns, self.holder, self.seconds
+            )
+        except Exception:  # the database may be back before the lease ends
+            log.warning("could not renew the lease on thread %r", self.thread_id)
+            self.renew_at = time.monotonic() + min(1.0, self.seconds / 10)
+            _RENEWER.wake()
+            return
+        if held:
+            self._held(sent)
+            _RENEWER.wake()  # it sleeps until the next renewal it knows of
+        else:
+            self.lost = True
+
+    def attach(self, loop: PregelLoop) -> None:
+        """Make ``loop``'s saves carry this lease and its steps check it."""
+        loop.lease = self
+        persistence = loop.persistence
+        if isinstance(persistence, (SyncPersistence, AsyncPersistence)):
+            persistence.fence = {HELD_LEASE: self.fence}
+
+
+class _Renewer:
+    """The process's lease renewer: one daemon thread, started on first use."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.holds: dict[int, ThreadHold] = {}
+        self.thread: threading.Thread | None = None
+
+    def add(self, hold: ThreadHold) -> None:
+        with self.cond:
+            self.holds[id(hold)] = hold
+            if self.thread is None:
+                self.thread = threading.Thread(
+                    target=self._run, name="engine-lease-renewer", daemon=True
+                )
+                self.thread.start()
+            self.cond.notify()
+
+    def remove(self, hold: ThreadHold) -> None:
+        with self.cond:
+            self.holds.pop(id(hold), None)
+
+    def wake(self) -> None:
+        with self.cond:
+            self.cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self.cond:
+                now = time.monotonic()
+                due = [h for h in self.holds.values() if h.renew_at <= now]
+                if not due:
+                    upcoming = min(
+                        (h.renew_at for h in self.holds.values()), default=None
+                    )
+                    self.cond.wait(None if upcoming is None else upcoming - now)
+                    continue
+                for hold in due:  # not due again until this renewal is done
+                    hold.renew_at = now + hold.seconds
+            for hold in due:
+                background_pool().submit(hold.renew)
+
+    def after_fork(self) -> None:
+        self.cond = threading.Condition()
+        self.holds = {}
+        self.thread = None
+
+
+_RENEWER = _Renewer()
+os.register_at_fork(after_in_child=_RENEWER.after_fork)
+
+
+def _plan(loop: PregelLoop, *, is_async: bool) -> tuple[ThreadHold | None, OnBusy]:
+    """The lease ``loop`` must take (None: it takes none) and what to do when busy."""
+    conf = loop.configurable
+    on_busy: OnBusy = conf.get(CONFIG_KEY_ON_BUSY) or "raise"
+    if on_busy not in ("raise", "wait"):
+        raise ValueError(f"on_busy must be 'raise' or 'wait', got {on_busy!r}")
+    saver = loop.checkpointer
+    if saver is None or not getattr(saver, "supports_leases", False):
+        return None, on_busy
+    if loop.is_nested:  # a subgraph: under its root run's lease, if on the same saver
+        parent = conf.get(CONFIG_KEY_LEASE)
+        if isinstance(parent, ThreadHold) and parent.saver is saver:
+            parent.attach(loop)
+        return None, on_busy
+    if not loop.thread_id:
+        return None, on_busy
+    hold = ThreadHold(
+        saver,
+        str(loop.thread_id),
+        loop.checkpoint_ns,
+        float(getattr(saver, "lease_seconds", 30.0)),
+        is_async=is_async,
+    )
+    return hold, on_busy
+
+
+def _busy(lease: ThreadLease) -> ThreadBusyError:
+    return ThreadBusyError(
+        error_message(
+            f"Thread {lease.thread_id!r} (namespace {lease.checkpoint_ns!r}) is busy: "
+            f"another run ({lease.holder}) holds it, its lease running until "
+            f"{lease.expires_at.isoformat()} unless renewed. Nothing of this run was "
+            'executed. Retry when that run ends, or pass on_busy="wait" to wait '
+            "for it.",
+            ErrorCode.THREAD_BUSY,
+        ),
+        thread_id=lease.thread_id,
+        checkpoint_ns=lease.checkpoint_ns,
+        holder=lease.holder,
+        expires_at=lease.expires_at,
+    )
+
+
+def _start(hold: ThreadHold, loop: PregelLoop, sent: float) -> None:
+    hold._held(sent)
+    hold.attach(loop)
+    loop.configurable[CONFIG_KEY_LEASE] = hold
+    _RENEWER.add(hold)
+
+
+@contextmanager
+def hold_thread(loop: PregelLoop) -> Iterator[ThreadHold | None]:
+    """Hold ``loop``'s thread for the block (a sync run); see the module."""
+    hold, on_busy = _plan(loop, is_async=False)
+    if hold is None:
+        yield None
+        return
+    saver, pause = hold.saver, _FIRST_POLL
+    while True:
+        sent = time.monotonic()
+        lease = saver.acquire_lease(
+            hold.thread_id, hold.checkpoint_ns, hold.holder, hold.seconds
+        )
+        if lease.holder == hold.holder:
+            break
+        if on_busy == "raise":
+            raise _busy(lease)
+        time.sleep(pause)
+        pause = min(pause * 2, _LONGEST_POLL)
+    _start(hold, loop, sent)
+    try:
+        yield hold
+    finally:
+        _RENEWER.remove(hold)
+        try:
+            saver.release_lease(hold.thread_id, hold.checkpoint_ns, hold.holder)
+        except Exception:  # it expires on its own
+            log.warning("could not release the lease on thread %r", hold.thread_id)
+
+
+@asynccontextmanager
+async def ahold_thread(loop: PregelLoop) -> AsyncIterator[ThreadHold | None]:
+    """Async twin of :func:`hold_thread`."""
+    hold, on_busy = _plan(loop, is_async=True)
+    if hold is None:
+        yield None
+        return
+    saver, pause = hold.saver, _FIRST_POLL
+    while True:
+        sent = time.monotonic()
+        lease = await saver.aacquire_lease(
+            hold.thread_id, hold.checkpoint_ns, hold.holder, hold.seconds
+        )
+        if lease.holder == hold.holder:
+            break
+        if on_busy == "raise":
+            raise _busy(lease)
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, _LONGEST_POLL)
+    _start(hold, loop, sent)
+    try:
+        yield hold
+    finally:
+        _RENEWER.remove(hold)
+        try:
+            await saver.arelease_lease(hold.thread_id, hold.checkpoint_ns, hold.holder)
+        except Exception:  # it expires on its own
+            log.warning("could not release the lease on thread %r", hold.thread_id)
+
+
+def held_steps(loop: PregelLoop, steps: Iterator[T]) -> Iterator[T]:
+    """``steps`` (a run's driver, not started yet) run while holding the thread."""
+    with hold_thread(loop):
+        yield from steps
+
+
+async def aheld_steps(loop: PregelLoop, steps: AsyncIterator[T]) -> AsyncIterator[T]:
+    """Async twin of :func:`held_steps`; the driver is closed before the release."""
+    async with ahold_thread(loop):
+        try:
+            async for item in steps:
+                yield item
+        finally:
+            aclose = getattr(steps, "aclose", None)
+            if aclose is not None:
+                await aclose()

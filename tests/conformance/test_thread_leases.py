@@ -1,0 +1,218 @@
+"""Thread leases: one holder at a time, taken over only after expiry, and saves
+fenced by a lease refused once their holder lost it (nothing of them stored)."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+import pytest
+
+from engine.checkpoint._lease import HELD_LEASE
+from engine.checkpoint.base import BaseCheckpointSaver
+from engine.errors import CheckpointConflictError, ThreadLeaseLostError
+from tests._support.builders import make_checkpoint, make_config, make_metadata
+
+
+def _with_lease(config, holder: str, ns: str = ""):
+    return {
+        **config,
+        "configurable": {**config["configurable"], HELD_LEASE: (ns, holder)},
+    }
+
+
+def _root(saver: BaseCheckpointSaver, thread_id: str = "t1"):
+    checkpoint = make_checkpoint({"n": 0})
+    return saver.put(
+        make_config(thread_id),
+        checkpoint,
+        make_metadata(),
+        checkpoint["channel_versions"],
+    )
+
+
+def test_lease_free_thread_is_taken_and_others_are_refused(
+    saver: BaseCheckpointSaver,
+) -> None:
+    assert saver.supports_leases
+    taken = saver.acquire_lease("t1", "", "a", 30)
+    refused = saver.acquire_lease("t1", "", "b", 30)
+
+    assert taken.holder == "a" and refused.holder == "a"
+    assert refused.expires_at == taken.expires_at
+    assert taken.expires_at > datetime.now(UTC)
+    assert saver.get_lease("t1", "") == taken
+
+
+def test_lease_is_per_thread_and_namespace(saver: BaseCheckpointSaver) -> None:
+    saver.acquire_lease("t1", "", "a", 30)
+
+    assert saver.acquire_lease("t2", "", "b", 30).holder == "b"
+    assert saver.acquire_lease("t1", "sub", "c", 30).holder == "c"
+
+
+def test_lease_taken_again_by_its_holder_is_extended(
+    saver: BaseCheckpointSaver,
+) -> None:
+    first = saver.acquire_lease("t1", "", "a", 1)
+    again = saver.acquire_lease("t1", "", "a", 60)
+
+    assert again.holder == "a" and again.expires_at > first.expires_at
+
+
+def test_lease_is_taken_over_only_after_it_expired(saver: BaseCheckpointSaver) -> None:
+    saver.acquire_lease("t1", "", "a", 0.3)
+    assert saver.acquire_lease("t1", "", "b", 30).holder == "a"
+
+    time.sleep(0.4)
+
+    assert saver.acquire_lease("t1", "", "b", 30).holder == "b"
+    assert saver.renew_lease("t1", "", "a", 30) is False
+
+
+def test_lease_renewal_keeps_it_from_expiring(saver: BaseCheckpointSaver) -> None:
+    saver.acquire_lease("t1", "", "a", 0.4)
+    time.sleep(0.25)
+    assert saver.renew_lease("t1", "", "a", 0.4) is True
+    time.sleep(0.25)
+
+    assert saver.acquire_lease("t1", "", "b", 30).holder == "a"
+
+
+def test_lease_release_frees_it_for_the_next_run(saver: BaseCheckpointSaver) -> None:
+    saver.acquire_lease("t1", "", "a", 30)
+    saver.release_lease("t1", "", "b")  # not b's: nothing happens
+    assert saver.get_lease("t1", "").holder == "a"
+
+    saver.release_lease("t1", "", "a")
+
+    assert saver.get_lease("t1", "") is None
+    assert saver.acquire_lease("t1", "", "b", 30).holder == "b"
+    assert saver.renew_lease("t1", "", "a", 30) is False
+
+
+def test_lease_needs_a_positive_duration(saver: BaseCheckpointSaver) -> None:
+    with pytest.raises(ValueError, match="positive"):
+        saver.acquire_lease("t1", "", "a", 0)
+
+
+def test_save_of_the_holder_is_stored(saver: BaseCheckpointSaver) -> None:
+    saver.acquire_lease("t1", "", "a", 30)
+    config = _root(saver)
+    checkpoint = make_checkpoint({"n": 1})
+
+    stored = saver.put(
+        _with_lease(config, "a"),
+        checkpoint,
+        make_metadata(0),
+        checkpoint["channel_versions"],
+    )
+    saver.put_writes(_with_lease(stored, "a"), [("n", 2)], "task-1")
+
+    assert saver.get_tuple(stored).pending_writes == [("task-1", "n", 2)]
+
+
+def test_save_of_an_expired_holder_nobody_replaced_is_stored(
+    saver: BaseCheckpointSaver,
+) -> None:
+    saver.acquire_lease("t1", "", "a", 0.2)
+    config = _root(saver)
+    time.sleep(0.3)
+
+    saver.put_writes(_with_lease(config, "a"), [("n", 2)], "task-1")
+
+    assert saver.get_tuple(config).pending_writes == [("task-1", "n", 2)]
+
+
+def test_saves_of_a_holder_that_lost_the_lease_store_nothing(
+    saver: BaseCheckpointSaver,
+) -> None:
+    saver.acquire_lease("t1", "", "zombie", 0.2)
+    config = _root(saver)
+    time.sleep(0.3)
+    saver.acquire_lease("t1", "", "new", 30)
+    before = saver.stored_bytes("t1")
+    checkpoint = make_checkpoint({"n": "late"})
+    zombie = _with_lease(config, "zombie")
+
+    with pytest.raises(ThreadLeaseLostError) as caught:
+        saver.put(zombie, checkpoint, make_metadata(0), checkpoint["channel_versions"])
+    with pytest.raises(ThreadLeaseLostError):
+        saver.put_writes(zombie, [("n", "late")], "task-1")
+    with pytest.raises(ThreadLeaseLostError):
+        saver.put_steps(
+            [
+                (config, [("task-2", "", [("n", 3)])], None, None, {}),
+                (
+                    zombie,
+                    [],
+                    checkpoint,
+                    make_metadata(0),
+                    checkpoint["channel_versions"],
+                ),
+            ]
+        )
+
+    assert isinstance(caught.value, CheckpointConflictError)
+    assert "'t1'" in str(caught.value) and "THREAD_LEASE_LOST" in str(caught.value)
+    assert saver.stored_bytes("t1") == before
+    assert saver.get_tuple(make_config("t1")).config == config
+    assert saver.get_tuple(config).pending_writes == []
+
+
+def test_released_lease_refuses_its_old_holders_saves(
+    saver: BaseCheckpointSaver,
+) -> None:
+    saver.acquire_lease("t1", "", "a", 30)
+    config = _root(saver)
+    saver.release_lease("t1", "", "a")
+
+    with pytest.raises(ThreadLeaseLostError):
+        saver.put_writes(_with_lease(config, "a"), [("n", 2)], "task-1")
+
+
+def test_subgraph_saves_are_fenced_by_the_root_namespace_lease(
+    saver: BaseCheckpointSaver,
+) -> None:
+    saver.acquire_lease("t1", "", "root-run", 30)
+    checkpoint = make_checkpoint({"n": 0})
+    child = make_config("t1", checkpoint_ns="child:1")
+
+    stored = saver.put(
+        _with_lease(child, "root-run"),
+        checkpoint,
+        make_metadata(),
+        checkpoint["channel_versions"],
+    )
+    with pytest.raises(ThreadLeaseLostError):
+        saver.put_writes(_with_lease(stored, "other-run"), [("n", 1)], "task-1")
+
+    assert stored["configurable"]["checkpoint_ns"] == "child:1"
+
+
+async def test_async_lease_api_matches_the_sync_one(
+    asaver: BaseCheckpointSaver,
+) -> None:
+    taken = await asaver.aacquire_lease("t1", "", "a", 30)
+    refused = await asaver.aacquire_lease("t1", "", "b", 30)
+    renewed = await asaver.arenew_lease("t1", "", "a", 30)
+    not_renewed = await asaver.arenew_lease("t1", "", "b", 30)
+    seen = await asaver.aget_lease("t1", "")
+    await asaver.arelease_lease("t1", "", "a")
+
+    assert (taken.holder, refused.holder, renewed, not_renewed) == (
+        "a",
+        "a",
+        True,
+        False,
+    )
+    assert seen is not None and seen.holder == "a"
+    assert await asaver.aget_lease("t1", "") is None
+    checkpoint = make_checkpoint({"n": 0})
+    with pytest.raises(ThreadLeaseLostError):
+        await asaver.aput(
+            _with_lease(make_config("t1"), "a"),
+            checkpoint,
+            make_metadata(),
+            checkpoint["channel_versions"],
+        )

@@ -1,0 +1,265 @@
+"""LangGraph's checkpoint helpers, InMemorySaver kept in files, SqliteSaver.cursor."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.channels import LastValue
+from engine.checkpoint.base import (
+    EXCLUDED_METADATA_KEYS,
+    create_checkpoint,
+    empty_checkpoint,
+    get_checkpoint_metadata,
+    get_serializable_checkpoint_metadata,
+    writes_sort_key,
+)
+from engine.checkpoint.memory import InMemorySaver, PersistentDict
+from engine.checkpoint.sqlite import SqliteSaver
+from engine.errors import SerializationError
+from tests._support.builders import (
+    make_checkpoint,
+    make_config,
+    make_metadata,
+    next_checkpoint,
+)
+
+# -- create_checkpoint --------------------------------------------------------------------
+
+
+def test_create_checkpoint_reads_the_channels_it_has_versions_for():
+    channels = {"a": LastValue(int), "b": LastValue(int), "c": LastValue(int)}
+    channels["a"].update([1])
+    channels["c"].update([3])
+    previous = empty_checkpoint()
+    previous["channel_versions"] = {"a": 1, "b": 2}
+    previous["versions_seen"] = {"node": {"a": 1}}
+
+    created = create_checkpoint(previous, channels, 5)
+
+    assert created["channel_values"] == {"a": 1}  # b is empty, c has no version
+    assert created["channel_versions"] == {"a": 1, "b": 2}
+    assert created["versions_seen"] == {"node": {"a": 1}}
+    assert created["updated_channels"] is None
+    assert created["id"] != previous["id"]
+    assert created["id"] > previous["id"]
+
+
+def test_create_checkpoint_without_channels_keeps_the_values_and_takes_an_id():
+    previous = make_checkpoint({"n": 1})
+
+    created = create_checkpoint(previous, None, 3, id="chosen")
+
+    assert created["id"] == "chosen"
+    assert created["channel_values"] == {"n": 1}
+    assert created["ts"] >= previous["ts"]
+
+
+# -- metadata -----------------------------------------------------------------------------
+
+
+CONFIG: Any = {
+    "configurable": {
+        "thread_id": "t",
+        "checkpoint_ns": "",
+        "checkpoint_id": "c",
+        "langgraph_step": 3,
+        "user": "from-configurable",
+        "tenant": "acme\x00",
+        "n": 1,
+        "listed": [1],
+        "__secret": "x",
+    },
+    "metadata": {"run_id": "r1", "user": "from-metadata", "ratio": 1.5, "none": None},
+}
+
+
+def test_checkpoint_metadata_takes_plain_config_values_langgraphs_way():
+    metadata = get_checkpoint_metadata(
+        CONFIG, {"source": "loop", "step": 1, "writes": {"a": 1}, "note": "a\x00b"}
+    )
+
+    assert metadata == {
+        "source": "loop",
+        "step": 1,
+        "writes": {"a": 1},
+        "note": "ab",
+        "run_id": "r1",
+        "user": "from-metadata",
+        "ratio": 1.5,
+        "tenant": "acme",
+        "n": 1,
+    }
+    assert {"thread_id", "checkpoint_ns", "langgraph_step"} <= EXCLUDED_METADATA_KEYS
+
+
+def test_serializable_metadata_leaves_the_writes_out():
+    metadata = get_serializable_checkpoint_metadata(
+        CONFIG, {"source": "loop", "step": 1, "writes": {"a": object()}}
+    )
+
+    assert "writes" not in metadata
+    assert metadata["run_id"] == "r1"
+
+
+def test_writes_sort_key_orders_by_path_task_then_index():
+    writes = [("~b", "t1", 0), ("~a", "t2", 1), ("~a", "t2", -1), ("~a", "t1", 5)]
+
+    assert sorted(writes, key=lambda w: writes_sort_key(*w)) == [
+        ("~a", "t1", 5),
+        ("~a", "t2", -1),
+        ("~a", "t2", 1),
+        ("~b", "t1", 0),
+    ]
+    assert writes_sort_key("~p") == ("~p", "", 0)
+
+
+# -- InMemorySaver(factory=PersistentDict) ------------------------------------------------
+
+
+def _file_factory(directory: Path):
+    """LangGraph's dev-server pattern: one file per table, loaded if present."""
+    count = 0
+
+    def factory(*args: Any) -> PersistentDict:
+        nonlocal count
+        count += 1
+        table = PersistentDict(*args, filename=str(directory / f"table{count}.json"))
+        with contextlib.suppress(FileNotFoundError):
+            table.load()
+        return table
+
+    return factory
+
+
+def test_an_in_memory_saver_kept_in_files_survives_a_restart(tmp_path):
+    first, changed = make_checkpoint({"log": ["a"]}), None
+    with InMemorySaver(factory=_file_factory(tmp_path)) as saver:
+        config = saver.put(
+            make_config(), first, make_metadata(), first["channel_versions"]
+        )
+        second, changed = next_checkpoint(first, append={"log": ["b"]})
+        config = saver.put(config, second, make_metadata(0, "loop"), changed)
+        saver.put_writes(config, [("log", ["c"])], "task-1")
+        saver.set_thread_ttl("t1", 3600)
+
+    files = sorted(tmp_path.iterdir())
+    assert [f.name for f in files] == [f"table{i}.json" for i in range(1, 5)]
+    assert all(not f.read_bytes().startswith(b"\x80") for f in files)  # not pickle
+
+    with InMemorySaver(factory=_file_factory(tmp_path)) as reopened:
+        loaded = reopened.get_tuple(make_config())
+        assert loaded is not None
+        assert loaded.checkpoint["id"] == second["id"]
+        assert loaded.checkpoint["channel_values"] == {"log": ["a", "b"]}
+        assert loaded.pending_writes == [("task-1", "log", ["c"])]
+        assert len(list(reopened.list(make_config()))) == 2
+        assert "t1" in reopened.deadlines
+
+
+def test_the_default_factory_keeps_nothing_on_disk(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with InMemorySaver(factory=defaultdict) as saver:
+        checkpoint = make_checkpoint({"n": 1})
+        saver.put(make_config(), checkpoint, {}, checkpoint["channel_versions"])
+
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_persistent_dict_saves_atomically_and_loads_back(tmp_path):
+    path = tmp_path / "d.json"
+    with PersistentDict(list, filename=str(path)) as table:
+        table[("a", 1)].append(b"\x00bytes")
+        table["plain"] = {"x": 1}
+
+    assert table == {}  # close() empties it
+    reloaded = PersistentDict(filename=str(path))
+    reloaded.load()
+    assert reloaded == {("a", 1): [b"\x00bytes"], "plain": {"x": 1}}
+    assert not (tmp_path / "d.json.tmp").exists()
+
+
+def test_persistent_dict_flags(tmp_path):
+    path = tmp_path / "d.json"
+    path.write_bytes(b'{"kept": 1}')
+
+    fresh = PersistentDict(filename=str(path))
+    fresh.flag = "n"
+    fresh.load()
+    assert fresh == {}
+
+    read_only = PersistentDict(filename=str(path))
+    read_only.flag = "r"
+    read_only.load()
+    read_only["new"] = 2
+    read_only.sync()
+    assert path.read_bytes() == b'{"kept": 1}'
+
+
+def test_persistent_dict_refuses_files_it_cannot_trust(tmp_path):
+    pickled = tmp_path / "p.pckl"
+    pickled.write_bytes(b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00}\x94.")
+    evil = tmp_path / "e.json"
+    evil.write_bytes(b'{"__t":"dataclass","c":"os:system","v":{}}')
+
+    with pytest.raises(SerializationError, match="not a PersistentDict file"):
+        PersistentDict(filename=str(pickled)).load()
+    with pytest.raises(SerializationError, match="os:system"):
+        PersistentDict(filename=str(evil)).load()
+    with pytest.raises(FileNotFoundError):
+        PersistentDict(filename=str(tmp_path / "missing.json")).load()
+
+
+# -- SqliteSaver.cursor -------------------------------------------------------------------
+
+
+@pytest.fixture
+def sqlite_saver(tmp_path):
+    with SqliteSaver.from_conn_string(str(tmp_path / "c.db")) as saver:
+        yield saver
+
+
+def test_cursor_sets_up_the_tables_and_commits_the_block(sqlite_saver, tmp_path):
+    with sqlite_saver.cursor() as cur:
+        cur.execute("CREATE TABLE mine (x INTEGER)")
+        cur.execute("INSERT INTO mine VALUES (1)")
+        cur.execute("SELECT count(*) FROM engine_checkpoints")
+
+    other = sqlite3.connect(tmp_path / "c.db")
+    assert other.execute("SELECT x FROM mine").fetchall() == [(1,)]
+    other.close()
+
+
+def test_cursor_rolls_the_block_back_when_it_raises(sqlite_saver):
+    with sqlite_saver.cursor() as cur:
+        cur.execute("CREATE TABLE mine (x INTEGER)")
+
+    with pytest.raises(RuntimeError), sqlite_saver.cursor() as cur:
+        cur.execute("INSERT INTO mine VALUES (1)")
+        raise RuntimeError("stop")
+
+    with sqlite_saver.cursor(transaction=False) as cur:
+        assert cur.execute("SELECT count(*) FROM mine").fetchall() == [(0,)]
+    checkpoint = make_checkpoint({"n": 1})  # the saver still works afterwards
+    sqlite_saver.put(make_config(), checkpoint, {}, checkpoint["channel_versions"])
+
+
+def test_other_threads_wait_for_the_cursor_block(sqlite_saver):
+    done = threading.Event()
+
+    def read() -> None:
+        sqlite_saver.get_tuple(make_config())
+        done.set()
+
+    with sqlite_saver.cursor():
+        reader = threading.Thread(target=read)
+        reader.start()
+        assert not done.wait(0.2)
+    reader.join(5)
+    assert done.is_set()
