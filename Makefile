@@ -56,7 +56,7 @@ run: deps apt-run  ## serve the studio on http://127.0.0.1:PORT (default 8000; e
 	@echo
 	@exec $(VENV)/bin/daphne -b 127.0.0.1 -p $(PORT) studio.asgi:application
 
-test: deps apt-test services  ## ruff, import contracts, mypy (engine), then the whole pytest suite
+test: deps apt-test services  ## ruff, import contracts, mypy (engine, studio), then the whole pytest suite
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy

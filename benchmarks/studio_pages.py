@@ -13,7 +13,7 @@ Pages. Two threads of the same loop graph, stored as a studio worker stores a ru
 session, view, services, templates), timed in interleaved rounds; the ratio 10,000 / 10
 should stay at most 2 (issue 6: pagination, and diffs only for what is shown).
 
-Latency. A worker thread appends a run event (``studio.services.events.append``: the
+Latency. A worker thread appends a run event (``studio.services.run_log.append``: the
 row first, then the group message) while a WebSocket client (Channels'
 ``WebsocketCommunicator`` on the ASGI app, ``format=html``, as a browser gets) waits;
 the time from just before the append to the client holding the fragment, one event at a
@@ -173,7 +173,7 @@ def make_thread(user: Any, checkpoints: int) -> Thread:
 
     The graph runs on the studio's checkpointer with the worker's config
     (``durability="async"``, the run id in the metadata) and every engine event
-    is kept as the worker keeps it (``events.as_record``), but the events are
+    is kept as the worker keeps it (``run_log.as_record``), but the events are
     inserted in batches: the worker commits them one by one (about 2 ms each
     here), which would make the set-up of 10,000 steps take minutes.
     """
@@ -181,7 +181,7 @@ def make_thread(user: Any, checkpoints: int) -> Thread:
 
     from studio.models import Run, RunEvent  # noqa: PLC0415
     from studio.models import Thread as ThreadRow  # noqa: PLC0415
-    from studio.services import events  # noqa: PLC0415
+    from studio.services import run_log  # noqa: PLC0415
     from studio.services.graphs import runnable  # noqa: PLC0415
 
     now = timezone.now()
@@ -213,7 +213,7 @@ def make_thread(user: Any, checkpoints: int) -> Thread:
     ]
     graph = runnable(GRAPH)
     for event in graph.stream_events(graph_input, config, durability="async"):
-        record = events.as_record(event)
+        record = run_log.as_record(event)
         if record is not None:
             rows.append(
                 RunEvent(run=run, thread=thread, kind=record[0], payload=record[1])
@@ -396,7 +396,7 @@ def event_latencies(user: Any, layer: dict[str, Any], count: int) -> list[float]
 
     from studio.asgi import application  # noqa: PLC0415
     from studio.models import Run, Thread  # noqa: PLC0415
-    from studio.services import events  # noqa: PLC0415
+    from studio.services import run_log  # noqa: PLC0415
 
     client = Client()
     client.force_login(user)
@@ -413,7 +413,7 @@ def event_latencies(user: Any, layer: dict[str, Any], count: int) -> list[float]
             for i in range(warmup + count):
                 received.clear()
                 sent.append(time.perf_counter())
-                events.append(run, "task.end", {"node": "step", "step": i, "ns": []})
+                run_log.append(run, "task.end", {"node": "step", "step": i, "ns": []})
                 if not received.wait(10):
                     raise TimeoutError(f"event {i} did not arrive within 10 s")
         except BaseException as exc:
@@ -491,7 +491,7 @@ def main() -> None:
             return
         print()
         latency_table(args, user, redis_url).print()
-        from studio.services.checkpointer import reset_saver  # noqa: PLC0415
+        from studio.services.saver import reset_saver  # noqa: PLC0415
 
         reset_saver()
     finish(args)

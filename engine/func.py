@@ -31,7 +31,7 @@ from engine._internal._scope import current_scope
 from engine.channels.ephemeral_value import EphemeralValue
 from engine.channels.last_value import LastValue
 from engine.pregel._algo import PregelExecutableTask
-from engine.pregel._call import NodeCallable, is_async_callable
+from engine.pregel._node_callable import NodeCallable, is_async_callable
 from engine.pregel._read import PregelNode
 from engine.pregel.main import Pregel
 from engine.types import (

@@ -13,3 +13,8 @@ class StudioConfig(AppConfig):
         from studio.observability.tracing import setup  # noqa: PLC0415
 
         setup()
+        # /metrics reads the run queue and the review queue at each scrape
+        from studio.observability.metrics import add_scrape_collector  # noqa: PLC0415
+        from studio.observability.queue_gauges import QueueGauges  # noqa: PLC0415
+
+        add_scrape_collector(QueueGauges())

@@ -102,7 +102,10 @@ class Run(models.Model):
         SUCCESS = "success"
         ERROR = "error"
         TIMEOUT = "timeout"
-        INTERRUPTED = "interrupted"
+        CANCELLED = "interrupted", "cancelled"
+        """Cancelled (``runs.cancel``, a rollback, a newer run's strategy). The stored
+        value is the Agent Server protocol's name for it; a run that stops at
+        ``interrupt()`` is ``SUCCESS`` (its thread becomes interrupted)."""
 
     class Strategy(models.TextChoices):
         REJECT = "reject"

@@ -3,7 +3,7 @@
 Services build these from engine objects and database rows; templates get
 nothing else (no engine objects, no querysets, nothing that does I/O while
 rendering). State values arrive here already summarized as
-:class:`~studio.services.diff.ValueText` (text, never markup: templates escape it).
+:class:`~studio.presentation.diff.ValueText` (text, never markup: templates escape it).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
-from studio.services.diff import MISSING, Change, PathPart, ValueText, summarize
+from studio.presentation.diff import MISSING, Change, PathPart, ValueText, summarize
 
 __all__ = (
     "ActivityView",
@@ -376,7 +376,7 @@ class ActivityView:
 
     thread_id: str
     events: tuple[dict[str, Any], ...]
-    """``studio.services.live.event_view`` dicts, newest first (in run order)."""
+    """``studio.services.activity.event_view`` dicts, newest first (in run order)."""
     last_event_id: int
     """The socket asks for the events after this one (0: all)."""
     older: bool

@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from typing import Any, Generic, Self
 
 from engine._internal._typing import MISSING
-from engine.channels.base import BaseChannel, Value
-from engine.errors import EmptyChannelError
+from engine.channels._value_slot import ValueSlot
+from engine.channels.base import Value
 
 __all__ = ("AnyValue",)
 
 
-class AnyValue(Generic[Value], BaseChannel[Value, Value, Value]):
+class AnyValue(Generic[Value], ValueSlot[Value, Value, Value]):
     """Keeps the last of several writes per step (assumes they are equal); cleared
     by a step that does not write it."""
 
@@ -37,18 +37,3 @@ class AnyValue(Generic[Value], BaseChannel[Value, Value, Value]):
             return True
         self.value = values[-1]
         return True
-
-    def get(self) -> Value:
-        if self.value is MISSING:
-            raise EmptyChannelError(self.key)
-        value: Value = self.value
-        return value
-
-    def is_available(self) -> bool:
-        return self.value is not MISSING
-
-    def peek(self) -> Any:
-        return self.value
-
-    def checkpoint(self) -> Any:
-        return self.value

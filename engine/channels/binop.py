@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, Generic, NotRequired, Required, Self, get_args, get_origin
 
 from engine._internal._typing import MISSING
-from engine.channels.base import BaseChannel, Value
+from engine.channels._value_slot import ValueSlot
+from engine.channels.base import Value
 from engine.errors import (
-    EmptyChannelError,
     ErrorCode,
     InvalidUpdateError,
     error_message,
@@ -52,7 +52,7 @@ def _overwrite_value(value: Any) -> Any:
     return MISSING
 
 
-class BinaryOperatorAggregate(Generic[Value], BaseChannel[Value, Value, Value]):
+class BinaryOperatorAggregate(Generic[Value], ValueSlot[Value, Value, Value]):
     """Folds each write into the current value: ``value = operator(value, write)``.
 
     Starts from ``typ()`` when the type can be built without arguments (``list``
@@ -139,21 +139,6 @@ class BinaryOperatorAggregate(Generic[Value], BaseChannel[Value, Value, Value]):
         self.value = value
         self.append_base = _append_base(old, value)
         return True
-
-    def get(self) -> Value:
-        if self.value is MISSING:
-            raise EmptyChannelError(self.key)
-        value: Value = self.value
-        return value
-
-    def is_available(self) -> bool:
-        return self.value is not MISSING
-
-    def peek(self) -> Any:
-        return self.value
-
-    def checkpoint(self) -> Any:
-        return self.value
 
 
 def _append_base(old: Any, new: Any) -> int | None:

@@ -6,13 +6,14 @@ from collections.abc import Sequence
 from typing import Any, Generic, Self
 
 from engine._internal._typing import MISSING
-from engine.channels.base import BaseChannel, Value
-from engine.errors import EmptyChannelError, InvalidUpdateError
+from engine.channels._value_slot import ValueSlot
+from engine.channels.base import Value
+from engine.errors import InvalidUpdateError
 
 __all__ = ("EphemeralValue",)
 
 
-class EphemeralValue(Generic[Value], BaseChannel[Value, Value, Value]):
+class EphemeralValue(Generic[Value], ValueSlot[Value, Value, Value]):
     """Holds the value written in the previous step; cleared by the next step.
 
     With ``guard=True`` (default) more than one write per step is an error;
@@ -51,18 +52,3 @@ class EphemeralValue(Generic[Value], BaseChannel[Value, Value, Value]):
             )
         self.value = values[-1]
         return True
-
-    def get(self) -> Value:
-        if self.value is MISSING:
-            raise EmptyChannelError(self.key)
-        value: Value = self.value
-        return value
-
-    def is_available(self) -> bool:
-        return self.value is not MISSING
-
-    def peek(self) -> Any:
-        return self.value
-
-    def checkpoint(self) -> Any:
-        return self.value

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any, Generic, Self
 
 from engine._internal._typing import MISSING
+from engine.channels._value_slot import ValueSlot
 from engine.channels.base import BaseChannel, Value
 from engine.errors import (
     EmptyChannelError,
@@ -27,7 +28,7 @@ def _too_many_writes(key: str, count: int) -> InvalidUpdateError:
     )
 
 
-class LastValue(Generic[Value], BaseChannel[Value, Value, Value]):
+class LastValue(Generic[Value], ValueSlot[Value, Value, Value]):
     """Store the last value written. Accepts at most one write per super-step."""
 
     __slots__ = ("value",)
@@ -58,21 +59,6 @@ class LastValue(Generic[Value], BaseChannel[Value, Value, Value]):
             raise _too_many_writes(self.key, len(values))
         self.value = values[-1]
         return True
-
-    def get(self) -> Value:
-        if self.value is MISSING:
-            raise EmptyChannelError(self.key)
-        value: Value = self.value
-        return value
-
-    def is_available(self) -> bool:
-        return self.value is not MISSING
-
-    def peek(self) -> Any:
-        return self.value
-
-    def checkpoint(self) -> Any:
-        return self.value
 
 
 class LastValueAfterFinish(

@@ -6,13 +6,14 @@ from collections.abc import Sequence
 from typing import Any, Generic, Self
 
 from engine._internal._typing import MISSING
-from engine.channels.base import BaseChannel, Value
-from engine.errors import EmptyChannelError, InvalidUpdateError
+from engine.channels._value_slot import ValueSlot
+from engine.channels.base import Value
+from engine.errors import InvalidUpdateError
 
 __all__ = ("UntrackedValue",)
 
 
-class UntrackedValue(Generic[Value], BaseChannel[Value, Value, Value]):
+class UntrackedValue(Generic[Value], ValueSlot[Value, Value, Value]):
     """Holds the last value written; a checkpoint never stores it.
 
     Use it for run-scoped things that must not (or cannot) be saved: a client
@@ -54,15 +55,3 @@ class UntrackedValue(Generic[Value], BaseChannel[Value, Value, Value]):
             )
         self.value = values[-1]
         return True
-
-    def get(self) -> Value:
-        if self.value is MISSING:
-            raise EmptyChannelError(self.key)
-        value: Value = self.value
-        return value
-
-    def is_available(self) -> bool:
-        return self.value is not MISSING
-
-    def peek(self) -> Any:
-        return self.value

@@ -33,6 +33,11 @@ from engine.checkpoint._blobs import (
     unpack_structure,
 )
 from engine.checkpoint._lease import LeaseTable, ThreadLease
+from engine.checkpoint._pending_writes import (
+    encode_task_writes,
+    is_packed,
+    unpack_writes,
+)
 from engine.checkpoint._persistent_dict import PersistentDict
 from engine.checkpoint._retention import (
     live_blob_keys,
@@ -40,7 +45,6 @@ from engine.checkpoint._retention import (
     plan_prune,
     reparent_survivors,
 )
-from engine.checkpoint._writes import encode_task_writes, is_packed, unpack_writes
 from engine.checkpoint.base import (
     EXPECTED_HEAD,
     BaseCheckpointSaver,
@@ -399,7 +403,7 @@ class InMemorySaver(BaseCheckpointSaver):
     def _encode_writes(
         self, writes: Sequence[tuple[str, Any]]
     ) -> builtins.list[tuple[int, str, tuple[str, bytes]]]:
-        """A task's writes as stored (see ``engine.checkpoint._writes``)."""
+        """A task's writes as stored (see ``engine.checkpoint._pending_writes``)."""
         return [
             (idx, channel, (tag, payload))
             for idx, channel, tag, payload in encode_task_writes(self.serde, writes)

@@ -9,7 +9,7 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints
 from engine._internal._constants import END, TASKS
 from engine._internal._scope import current_scope
 from engine.errors import ErrorCode, InvalidUpdateError, error_message
-from engine.pregel._call import NodeCallable, _run_coroutine
+from engine.pregel._node_callable import NodeCallable, _run_coroutine
 from engine.types import Send
 
 __all__ = ("BranchSpec", "branch_channel")

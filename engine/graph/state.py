@@ -56,8 +56,8 @@ from engine.errors import (
 from engine.graph._branch import BranchSpec, branch_channel
 from engine.graph._schema import SchemaInfo, coerce_input, make_mapper, schema_info
 from engine.pregel._algo import PregelExecutableTask
-from engine.pregel._call import NodeCallable, is_async_callable
 from engine.pregel._io import writes_update
+from engine.pregel._node_callable import NodeCallable, is_async_callable
 from engine.pregel._read import PregelNode
 from engine.pregel._subgraph import find_subgraph
 from engine.pregel.main import Pregel

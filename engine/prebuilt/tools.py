@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.prebuilt._injected import Injection, find_injections
-from engine.pregel._call import is_async_callable
+from engine.pregel._node_callable import is_async_callable
 
 __all__ = ("Tool", "as_tool", "tool")
 

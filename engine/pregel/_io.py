@@ -7,12 +7,14 @@ from typing import Any
 
 from engine._internal._constants import INTERRUPT, NO_WRITES, START, TASKS
 from engine._internal._typing import MISSING
+from engine.types import StreamMode
 
 __all__ = (
     "format_chunk",
     "format_part",
     "keyed_update",
     "map_input",
+    "stream_modes",
     "writes_update",
 )
 
@@ -140,3 +142,29 @@ def with_interrupts(values: Any, interrupts: Sequence[Any]) -> Any:
 
 def first_available(values: Mapping[str, Any], key: str) -> Any:
     return values.get(key, MISSING)
+
+
+def stream_modes(
+    stream_mode: StreamMode | Sequence[StreamMode],
+) -> tuple[frozenset[str], bool]:
+    """The modes a ``stream_mode`` argument asks for, and whether it named one mode
+    (then chunks are bare payloads)."""
+    if isinstance(stream_mode, str):
+        modes = frozenset((stream_mode,))
+        single = True
+    else:
+        modes = frozenset(stream_mode)
+        single = False
+    unknown = modes - {
+        "values",
+        "updates",
+        "checkpoints",
+        "tasks",
+        "debug",
+        "messages",
+        "custom",
+        "tools",  # tool call events (engine.prebuilt._tool_events), as LangGraph
+    }
+    if unknown:
+        raise ValueError(f"Unknown stream_mode {sorted(unknown)}")
+    return modes, single

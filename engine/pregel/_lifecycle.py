@@ -1,6 +1,6 @@
 """Graph lifecycle callbacks of one run: when it resumes and when it pauses.
 
-The drivers (``Pregel._drive`` / ``_adrive``) call :func:`report_resume` once the
+The drivers (``_drive.drive`` / ``adrive``) call :func:`report_resume` once the
 loop has started and :func:`report_pause` once it has stopped. Both do nothing
 unless ``config["callbacks"]`` holds a :class:`~engine.callbacks.GraphCallbackHandler`
 (:func:`lifecycle_manager` returns None otherwise), so a run without graph

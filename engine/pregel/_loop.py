@@ -1,6 +1,13 @@
-"""PregelLoop: one run of a graph, step by step. The only engine code that calls a saver.
+"""PregelLoop: one run of a graph, step by step. The only runtime code that saves:
+every checkpoint and pending write of a run goes to the saver from here.
 
-The driver (``main.py``) loads the checkpoint, calls :meth:`PregelLoop.start`,
+The loop is assembled from its jobs, each a class in its own module over the
+shared :class:`~engine.pregel._loop_state.LoopState`: resume bookkeeping
+(``_resume``), the node cache (``_cache``), stream emission (``_emit``) and
+checkpoint building (``_checkpoint_build``). What is left here is the step
+order and the saver calls.
+
+The driver (``_drive.py``) loads the checkpoint, calls :meth:`PregelLoop.start`,
 then alternates :meth:`tick` (plan the next step), running the tasks (the
 runner calls :meth:`task_done` for each), and :meth:`after_tick` (apply writes,
 save a checkpoint), and finally :meth:`finish`. Stream chunks are pushed to a
@@ -9,23 +16,18 @@ sink as ``(namespace, mode, payload)``.
 
 from __future__ import annotations
 
-import hashlib
 import time
-from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from engine import events as ev
-from engine._internal._config import DEFAULT_RECURSION_LIMIT
 from engine._internal._constants import (
-    CACHE_NS_WRITES,
     CONF,
     CONFIG_KEY_CHECKPOINT_ID,
     CONFIG_KEY_CHECKPOINT_MAP,
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_REPLAY,
     CONFIG_KEY_RESUMING,
-    CONFIG_KEY_THREAD_ID,
     ERROR,
     INPUT,
     INTERRUPT,
@@ -33,19 +35,13 @@ from engine._internal._constants import (
     NS_END,
     NS_SEP,
     NULL_TASK_ID,
-    PUSH,
     RESUME,
     RETURN,
     TASKS,
 )
-from engine._internal._ids import new_checkpoint_id
 from engine._internal._scope import TaskScope
-from engine._internal._typing import MISSING, RunnableConfig
-from engine.channels.base import BaseChannel
+from engine._internal._typing import MISSING
 from engine.checkpoint.base import (
-    EXPECTED_HEAD,
-    BaseCheckpointSaver,
-    Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
     PendingWrite,
@@ -54,159 +50,36 @@ from engine.checkpoint.base import (
 from engine.constants import TAG_HIDDEN
 from engine.errors import (
     EmptyInputError,
-    ErrorCode,
     GraphBubbleUp,
     GraphInterrupt,
-    InvalidResumeError,
-    UnknownInterruptError,
-    error_message,
 )
 from engine.pregel._algo import (
     PregelExecutableTask,
     PregelTaskWrites,
-    apply_writes,
-    increment,
-    next_names,
-    prepare_next_tasks,
     should_interrupt,
     task_path_str,
 )
-from engine.pregel._delta import (
-    COUNTERS_KEY,
-    advance_counters,
-    channels_to_snapshot,
-    delta_channel_names,
-    reset_counters,
-)
-from engine.pregel._io import keyed_update
-from engine.pregel._persist import AsyncPersistence, SyncPersistence, TaskWrites
-from engine.pregel._subgraph import ReplayBound
 from engine.runtime import ExecutionInfo, Runtime
-from engine.types import Command, Interrupt, Send
+from engine.types import Command, Send
 
 if TYPE_CHECKING:
-    from engine.pregel.main import Pregel
+    pass
+from engine.pregel._cache import NodeCache
+from engine.pregel._checkpoint_build import CheckpointBuilder
+from engine.pregel._loop_state import (
+    SPECIAL_WRITES,
+    StreamChunk,
+    error_payload,
+)
+from engine.pregel._persist import background_pool
+from engine.pregel._resume import ResumeBook, replay_bound, replays, replays_head
+from engine.pregel._task_calls import submit_call
 
 __all__ = ("PregelLoop", "StreamChunk")
 
-StreamChunk = tuple[tuple[str, ...], str, Any]
-Status = Literal[
-    "input",
-    "pending",
-    "done",
-    "interrupted",
-    "interrupt_before",
-    "interrupt_after",
-    "out_of_steps",
-    "draining",
-]
-SPECIAL_WRITES = frozenset({ERROR, INTERRUPT, RESUME, NO_WRITES})
 
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-def error_payload(exc: BaseException) -> dict[str, str]:
-    """How a task failure is stored: JSON, readable by the studio."""
-    return {"error": type(exc).__name__, "message": str(exc)}
-
-
-class PregelLoop:
-    """State of one run: channels, the current checkpoint, the current step's tasks."""
-
-    def __init__(
-        self,
-        graph: Pregel,
-        *,
-        input: Any,
-        config: RunnableConfig,
-        checkpointer: BaseCheckpointSaver | None,
-        persistence: SyncPersistence | AsyncPersistence | None,
-        durability: str,
-        modes: frozenset[str],
-        sink: Callable[[StreamChunk], None],
-        ns: tuple[str, ...],
-        interrupt_before: Sequence[str] | str,
-        interrupt_after: Sequence[str] | str,
-        runtime: Runtime[Any],
-        is_nested: bool,
-        output_keys: str | Sequence[str],
-        stream_keys: str | Sequence[str],
-    ) -> None:
-        self.graph = graph
-        self.input = input
-        self.config = config
-        self.configurable: dict[str, Any] = config.get(CONF, {})
-        self.checkpointer = checkpointer
-        self.persistence = persistence
-        self.durability = durability
-        self.modes = modes
-        self.sink = sink
-        self.ns = ns
-        self.checkpoint_ns: str = (
-            self.configurable.get(CONFIG_KEY_CHECKPOINT_NS, "") or ""
-        )
-        self.thread_id: str | None = self.configurable.get(CONFIG_KEY_THREAD_ID)
-        self.interrupt_before = interrupt_before
-        self.interrupt_after = interrupt_after
-        self.runtime = runtime
-        self.control = runtime.control
-        self.is_nested = is_nested
-        self.output_keys = output_keys
-        self.stream_keys = stream_keys
-        self.recursion_limit: int = config.get(
-            "recursion_limit", DEFAULT_RECURSION_LIMIT
-        )
-
-        self.status: Status = "input"
-        self.tasks: dict[str, PregelExecutableTask] = {}
-        self.interrupts: list[Interrupt] = []
-        self.step = 0
-        self.stop = 0
-        self.channels: dict[str, BaseChannel[Any, Any, Any]] = {}
-        self.checkpoint: Checkpoint = empty_checkpoint()
-        self.checkpoint_metadata: CheckpointMetadata = {}
-        self.checkpoint_config: RunnableConfig = config
-        self.checkpoint_pending_writes: list[PendingWrite] = []
-        self.prev_checkpoint_config: RunnableConfig | None = None
-        self.updated_channels: set[str] | None = None
-        self.live_ephemeral: set[str] = set()
-        self._bumped: set[str] | None = set() if checkpointer is not None else None
-        self._saved_values: dict[str, Any] = {}
-        self._delta_names = delta_channel_names(graph.channels)
-        self._saved_versions: dict[str, Any] = {}
-        self._null_resume: Any = MISSING
-        self._resume_by_task: dict[str, list[Any]] = {}
-        self._deferred: TaskWrites | None = None
-        self._fence = True
-        self._emitted_checkpoint = False
-        self._max_version: Any = None
-        self._next_version_fn = (
-            checkpointer.get_next_version if checkpointer is not None else increment
-        )
-        self._exit_writes: list[TaskWrites] = []
-        self.parent_scope: TaskScope | None = None
-        self._planned: dict[str, PregelExecutableTask] | None = None
-        self._planned_for: tuple[str, int] | None = None
-        self.resume_map: dict[str, Any] | None = None
-        self.cache: Any = graph.cache
-        self._call_results: dict[str, Any] | None = None
-        self._call_interrupt_ids: set[str] = set()
-        self._cached_task_ids: set[str] = set()
-        self._streamed_messages: set[Any] = set()
-        self.step_interrupted = False
-        self._last_saved_id: str | None = None
-        self._unsaved = False
-        self.resumed = False  # continued from a saved checkpoint (set by start)
-        self.lifecycle: Any = None  # graph callback manager, when handlers exist
-        # an output channel was written (or the run resumed): else invoke gives None
-        self.output_written = False
-        self.update_keys: str | frozenset[str] | None = None  # stream(output_keys=)
-        self._paused_results: list[tuple[PregelExecutableTask, list[Interrupt]]] = []
-        self.lease: Any = None  # the run's thread lease (``_lease.ThreadHold``)
-
-    # -- start -------------------------------------------------------------------
+class PregelLoop(ResumeBook, NodeCache, CheckpointBuilder):
+    """One run of a graph: start, tick, after_tick, finish; the one saver caller."""
 
     def start(self, saved: CheckpointTuple | None, head_id: str | None = None) -> None:
         """Load the saved checkpoint (or an empty one) and take in the input."""
@@ -281,14 +154,14 @@ class PregelLoop:
             saved is not None
             and head_id is not None
             and not self.configurable.get(CONFIG_KEY_RESUMING)
-            and (head_id != checkpoint["id"] or _replays_head(saved, self))
+            and (head_id != checkpoint["id"] or replays_head(saved, self))
         )
         if (
             saved is not None
             and not self.is_nested
-            and _replays(saved, time_travel, self)
+            and replays(saved, time_travel, self)
         ):
-            self.configurable[CONFIG_KEY_REPLAY] = _replay_bound(saved)
+            self.configurable[CONFIG_KEY_REPLAY] = replay_bound(saved)
         self._first(time_travel)
         if "events" in self.modes:
             self.sink(
@@ -305,25 +178,6 @@ class PregelLoop:
                     ),
                 )
             )
-
-    def _next_version(self) -> Any:
-        version = self._next_version_fn(self._max_version)
-        self._max_version = version
-        return version
-
-    def _apply(
-        self, tasks: Sequence[PregelTaskWrites | PregelExecutableTask]
-    ) -> set[str]:
-        return apply_writes(
-            self.checkpoint,
-            self.channels,
-            tasks,
-            self._next_version,
-            self.graph.trigger_to_nodes,
-            live_ephemeral=self.live_ephemeral,
-            finishers=self.graph.finisher_channels,
-            bumped=self._bumped,
-        )
 
     def _first(self, time_travel: bool) -> None:
         graph = self.graph
@@ -415,136 +269,6 @@ class PregelLoop:
         self.step -= 1
         self._put_checkpoint("fork", None, advance=False)
         self.step += 1
-
-    def _collect_resumes(self) -> None:
-        for task_id, chan, value in self.checkpoint_pending_writes:
-            if chan == RESUME and task_id != NULL_TASK_ID:
-                self._resume_by_task[task_id] = list(value)
-
-    def pending_interrupts(self) -> dict[str, tuple[str, Interrupt]]:
-        """Open interrupts of the loaded checkpoint: id -> (task_id, interrupt).
-
-        An interrupt raised in a ``@task`` call is saved under the call and under
-        the task that called it; it belongs to the call (the task is planned, the
-        call is not), whose ``interrupt()`` takes the answer.
-        """
-        done = {
-            task_id
-            for task_id, chan, _ in self.checkpoint_pending_writes
-            if chan not in SPECIAL_WRITES or chan == NO_WRITES
-        }
-        result: dict[str, tuple[str, Interrupt]] = {}
-        shared: set[str] = set()
-        for task_id, chan, value in self.checkpoint_pending_writes:
-            if chan == INTERRUPT and task_id not in done:
-                for item in value:
-                    if item.id in result and result[item.id][0] != task_id:
-                        shared.add(item.id)
-                    result[item.id] = (task_id, item)
-        if shared:
-            planned = set(self._plan(self.checkpoint, self.step, for_execution=False))
-            for task_id, chan, value in self.checkpoint_pending_writes:
-                if chan == INTERRUPT and task_id not in done and task_id not in planned:
-                    for item in value:
-                        if item.id in shared:
-                            result[item.id] = (task_id, item)
-        return result
-
-    def _accept_resume(self, resume: Any) -> None:
-        if self.checkpointer is None:
-            raise InvalidResumeError(
-                error_message(
-                    "Command(resume=...) needs a checkpointer: compile the graph with "
-                    "checkpointer=... and pass a thread_id.",
-                    ErrorCode.MISSING_CHECKPOINTER,
-                )
-            )
-        pending = self.pending_interrupts()
-        is_map = (
-            isinstance(resume, dict)
-            and bool(resume)
-            and all(isinstance(k, str) and _looks_like_interrupt_id(k) for k in resume)
-        )
-        if isinstance(resume, dict) and not resume and pending:
-            raise UnknownInterruptError(
-                "The resume map names no interrupt",
-                reason="empty_map",
-                pending_ids=sorted(pending),
-            )
-        if is_map:
-            unknown = sorted(set(resume) - set(pending))
-            if unknown:
-                raise UnknownInterruptError(
-                    error_message(
-                        f"Cannot resume interrupt {unknown[0]!r}: it is not pending on this "
-                        f"thread (pending: {sorted(pending) or 'none'}).",
-                        ErrorCode.INVALID_RESUME,
-                    ),
-                    reason="not_pending",
-                    interrupt_ids=unknown,
-                    pending_ids=sorted(pending),
-                )
-            self.resume_map = dict(resume)
-            for interrupt_id, value in resume.items():
-                task_id, _ = pending[interrupt_id]
-                answers = self._resume_by_task.setdefault(task_id, [])
-                answers.append(value)
-                self._save_writes(task_id, "", [(RESUME, list(answers))])
-            return
-        if len(pending) > 1:
-            raise UnknownInterruptError(
-                error_message(
-                    f"{len(pending)} interrupts are pending; resume them by id with "
-                    "Command(resume={interrupt_id: value, ...}).",
-                    ErrorCode.INVALID_RESUME,
-                ),
-                reason="ambiguous",
-                pending_ids=sorted(pending),
-            )
-        if len(pending) == 1:
-            ((task_id, _),) = pending.values()
-            answers = self._resume_by_task.setdefault(task_id, [])
-            answers.append(resume)
-            self._save_writes(task_id, "", [(RESUME, list(answers))])
-            return
-        upcoming = prepare_next_tasks(
-            self.checkpoint,
-            self.graph.nodes,
-            self.channels,
-            self.step,
-            checkpoint_ns=self.checkpoint_ns,
-            for_execution=False,
-        )
-        if not upcoming and not self.configurable.get(CONFIG_KEY_RESUMING):
-            raise InvalidResumeError(
-                error_message(
-                    f"Thread {self.thread_id!r} is not interrupted: there is nothing to resume.",
-                    ErrorCode.INVALID_RESUME,
-                )
-            )
-        # Paused at a static breakpoint (or stopped mid-run): the first interrupt()
-        # that runs takes this value.
-        self._null_resume = resume
-        self._save_writes(NULL_TASK_ID, "", [(RESUME, resume)])
-
-    # -- steps -------------------------------------------------------------------
-
-    def _plan(
-        self, checkpoint: Checkpoint, step: int, *, for_execution: bool = True
-    ) -> dict[str, PregelExecutableTask]:
-        """The tasks of ``step`` after ``checkpoint``, planned from the channels the
-        last step updated (``for_execution=False``: to show, not to run)."""
-        return prepare_next_tasks(
-            checkpoint,
-            self.graph.nodes,
-            self.channels,
-            step,
-            checkpoint_ns=self.checkpoint_ns,
-            updated_channels=self.updated_channels,
-            trigger_to_nodes=self.graph.trigger_to_nodes,
-            for_execution=for_execution,
-            stop=self.stop,
-        )
 
     def tick(self) -> bool:
         """Plan the next step. False when the run is over (done or out of steps)."""
@@ -661,10 +385,8 @@ class PregelLoop:
                 run_id=runtime.run_id,
                 node_attempt=scope.attempt,
                 node_first_attempt_time=task.started or None,
-            )
+            ),
         )
-
-    # -- @task calls and caching -------------------------------------------------
 
     def _submit_call(
         self,
@@ -677,8 +399,6 @@ class PregelLoop:
         cache_policy: Any = None,
         timeout: Any = None,
     ) -> Any:
-        from engine.pregel._calls import submit_call  # noqa: PLC0415 - avoids a cycle
-
         return submit_call(
             self,
             caller,
@@ -690,17 +410,6 @@ class PregelLoop:
             cache_policy=cache_policy,
             timeout=timeout,
         )
-
-    def call_result(self, call_id: str) -> Any:
-        """A call's saved result from before a resume or crash, or MISSING."""
-        results = self._call_results
-        if results is None:
-            results = self._call_results = {
-                task_id: value
-                for task_id, chan, value in self.checkpoint_pending_writes
-                if chan == RETURN
-            }
-        return results.get(call_id, MISSING)
 
     def record_call(
         self, task: PregelExecutableTask, value: Any, *, cached: bool = False
@@ -717,19 +426,6 @@ class PregelLoop:
                 self.sink((self.ns, "updates", chunk))
             self._emit_call_result(task, {RETURN: value}, None)
 
-    def call_started(self, task: PregelExecutableTask) -> None:
-        """A call is about to run: the ``tasks`` and ``debug`` streams say so."""
-        if "tasks" in self.modes or "debug" in self.modes:
-            packed = task.input
-            payload = {
-                "id": task.id,
-                "name": task.name,
-                "input": (packed.args, packed.kwargs),
-                "triggers": (PUSH,),
-            }
-            self._emit("tasks", payload)
-            self._emit_debug("task", payload, self.step)
-
     def call_failed(self, task: PregelExecutableTask, error: BaseException) -> None:
         """A call paused or failed. An ``interrupt()`` made in the call itself is saved
         under the call's id, so that its answer goes to the call (see
@@ -742,161 +438,6 @@ class PregelLoop:
         elif not isinstance(error, GraphBubbleUp):
             self._emit_call_result(task, None, error)
 
-    def _emit_call_result(
-        self,
-        task: PregelExecutableTask,
-        result: dict[str, Any] | None,
-        error: BaseException | None,
-    ) -> None:
-        if "tasks" in self.modes or "debug" in self.modes:
-            payload: dict[str, Any] = {
-                "id": task.id,
-                "name": task.name,
-                "error": error,
-                "result": {} if error is not None else result,
-                "interrupts": [],
-            }
-            self._emit("tasks", payload)
-            self._emit_debug("task_result", payload, self.step)
-
-    def call_cache_key(self, task: PregelExecutableTask, policy: Any) -> Any:
-        if self.cache is None:
-            return None
-        policy = policy or self.graph.cache_policy  # the graph's default, if any
-        if policy is None:
-            return None
-        return self._cache_key(task, policy)
-
-    def _cache_key(
-        self, task: PregelExecutableTask, policy: Any
-    ) -> tuple[tuple[str, ...], str]:
-        value = task.input
-        if hasattr(value, "args") and hasattr(value, "kwargs"):
-            raw = policy.key_func(*value.args, **value.kwargs)
-        else:
-            raw = policy.key_func(value)
-        if isinstance(raw, bytes):
-            raw = hashlib.blake2b(raw, digest_size=16).hexdigest()
-        return ((CACHE_NS_WRITES, self.graph.name, task.name), str(raw))
-
-    def cache_lookup(self, key: tuple[tuple[str, ...], str]) -> Any:
-        assert self.cache is not None
-        found = self.cache.get([key])
-        return found.get(key, MISSING)
-
-    def cache_store(
-        self, key: tuple[tuple[str, ...], str], value: Any, policy: Any
-    ) -> None:
-        assert self.cache is not None
-        policy = policy or self.graph.cache_policy
-        self.cache.set({key: (value, policy.ttl)})
-
-    def cache_probe(self) -> list[tuple[tuple[str, ...], str]]:
-        """Cache keys of this step's tasks that have a CachePolicy (none without a cache)."""
-        if self.cache is None:
-            return []
-        keys = []
-        for task in self.tasks.values():
-            policy = task.node.cache_policy or self.graph.cache_policy
-            if policy is not None and not task.writes:
-                task.cache_key = self._cache_key(task, policy)
-                keys.append(task.cache_key)
-        return keys
-
-    def apply_cache_hits(self, hits: Mapping[Any, Any]) -> None:
-        """Tasks whose writes are cached take them instead of running."""
-        for task in self.tasks.values():
-            if task.cache_key is None or task.writes or task.cache_key not in hits:
-                continue
-            task.writes.extend((chan, value) for chan, value in hits[task.cache_key])
-            self._cached_task_ids.add(task.id)
-            task.started = task.finished = time.time()
-            self._save_writes(task.id, task_path_str(task.path), list(task.writes))
-            if "events" in self.modes and TAG_HIDDEN not in task.node.tags:
-                self._task_event(task, None, cached=True)
-            self._emit_task_output(task, cached=True)
-
-    def cache_updates(self) -> dict[Any, tuple[Any, int | None]]:
-        """Writes of tasks that ran this step, to store under their cache keys."""
-        updates: dict[Any, tuple[Any, int | None]] = {}
-        for task in self.tasks.values():
-            key = task.cache_key
-            if (
-                key is None
-                or not task.writes
-                or task.writes[0][0] in (ERROR, INTERRUPT)
-            ):
-                continue
-            if task.id in self._cached_task_ids:
-                continue
-            writes = [(c, v) for c, v in task.writes if c != NO_WRITES]
-            policy = task.node.cache_policy or self.graph.cache_policy
-            updates[key] = (writes, policy.ttl)
-        return updates
-
-    def _message_metadata(self, task: PregelExecutableTask) -> dict[str, Any]:
-        """A task's metadata as LangGraph puts it in its runs' callbacks: the
-        config's (``lc_agent_name``...), the task's ``langgraph_*`` keys, the
-        node's own metadata and the thread id."""
-        metadata: dict[str, Any] = {
-            **self.config.get("metadata", {}),
-            "langgraph_step": self.step,
-            "langgraph_node": task.name,
-            "langgraph_triggers": tuple(task.triggers),
-            "langgraph_path": task.path,
-            "langgraph_checkpoint_ns": task.ns,
-        }
-        if node_metadata := getattr(task.node, "metadata", None):
-            metadata.update(node_metadata)
-        if self.thread_id is not None:
-            metadata.setdefault("thread_id", self.thread_id)
-        return metadata
-
-    def _message_writer(self, task: PregelExecutableTask) -> Callable[[Any], None]:
-        # streamed chunks come from a model run, whose metadata also has its tags
-        metadata = self._message_metadata(task)
-        tags = [
-            tag
-            for tag in (*self.config.get("tags", ()), *task.node.tags)
-            if not tag.startswith("seq:step")
-        ]
-        if tags:
-            metadata["tags"] = tags
-        sink, ns, streamed = self.sink, self.ns, self._streamed_messages
-
-        def write(chunk: Any) -> None:
-            message_id = _message_id(chunk)
-            if message_id is not None:
-                streamed.add(message_id)
-            sink((ns, "messages", (chunk, metadata)))
-
-        return write
-
-    def _emit_messages(self, task: PregelExecutableTask) -> None:
-        """Messages a node wrote to a message list, unless their tokens were streamed
-        or the node was given them (LangGraph's handler skips both)."""
-        metadata: dict[str, Any] | None = None
-        for chan, value in task.writes:
-            channel = self.channels.get(chan)
-            operator = getattr(channel, "operator", None)
-            if getattr(operator, "__name__", "") != "add_messages":
-                continue
-            given: set[Any] | None = None
-            for message in value if isinstance(value, list) else [value]:
-                message_id = _message_id(message)
-                if message_id is not None and message_id in self._streamed_messages:
-                    continue
-                if message_id is not None:
-                    if given is None:
-                        given = _given_message_ids(task.input, chan)
-                    if message_id in given:
-                        continue
-                if metadata is None:
-                    metadata = self._message_metadata(task)
-                if message_id is not None:
-                    self._streamed_messages.add(message_id)
-                self.sink((self.ns, "messages", (message, metadata)))
-
     def _serde_check(self, value: Any) -> None:
         if self.checkpointer is not None:
             check = getattr(self.checkpointer.serde, "check", None)
@@ -904,25 +445,6 @@ class PregelLoop:
                 check(value)
             else:
                 self.checkpointer.serde.dumps_typed(value)
-
-    def _take_null_resume(self) -> Any:
-        """The run-wide resume value; in a subgraph, the parent task's next answer."""
-        value = self._null_resume
-        if value is not MISSING:
-            self._null_resume = MISSING
-            return value
-        parent = self.parent_scope
-        if parent is not None:
-            index = parent.interrupt_counter
-            if index < len(parent.resume):
-                parent.interrupt_counter += 1
-                return parent.resume[index]
-            return parent.take_null_resume()
-        return MISSING
-
-    def _save_resume(self, task: PregelExecutableTask, answers: list[Any]) -> None:
-        self._resume_by_task[task.id] = list(answers)
-        self._save_writes(task.id, task_path_str(task.path), [(RESUME, list(answers))])
 
     def task_config(self, task: PregelExecutableTask) -> dict[str, Any]:
         """The RunnableConfig a node sees (LangGraph's keys and metadata)."""
@@ -946,20 +468,6 @@ class PregelLoop:
             "configurable": configurable,
             "tags": [*config.get("tags", ()), *task.node.tags],
         }
-
-    def task_started(self, task: PregelExecutableTask) -> None:
-        """A task's first attempt begins (called from the thread that runs it)."""
-        task.started = time.time()
-        if "events" in self.modes and TAG_HIDDEN not in task.node.tags:
-            self.sink(
-                (
-                    self.ns,
-                    "events",
-                    ev.TaskStarted(
-                        self.ns, task.id, task.name, self.step, task.started
-                    ),
-                )
-            )
 
     def task_done(
         self, task: PregelExecutableTask, error: BaseException | None, last: bool
@@ -1022,52 +530,9 @@ class PregelLoop:
         self._flush_deferred()
         self.emit_paused_results()
 
-    def emit_paused_results(self) -> None:
-        """Stream the ``tasks``/``debug`` results of the tasks that paused on an
-        interrupt (the driver calls it after the pause's final ``values``)."""
-        results, self._paused_results = self._paused_results, []
-        for task, interrupts in results:
-            self._emit_task_result(task, None, interrupts)
-
     @property
     def executor(self) -> Any:
-        from engine.pregel._persist import background_pool  # noqa: PLC0415
-
         return background_pool()
-
-    def _task_event(
-        self,
-        task: PregelExecutableTask,
-        error: BaseException | None,
-        cached: bool = False,
-    ) -> None:
-        interrupts = (
-            tuple(error.interrupts) if isinstance(error, GraphInterrupt) else ()
-        )
-        failure = (
-            None
-            if error is None or isinstance(error, GraphBubbleUp)
-            else f"{type(error).__name__}: {error}"
-        )
-        update = self.graph.task_update(task) if error is None else None
-        self.sink(
-            (
-                self.ns,
-                "events",
-                ev.TaskFinished(
-                    self.ns,
-                    task.id,
-                    task.name,
-                    self.step,
-                    task.started or task.finished,
-                    task.finished,
-                    update,
-                    failure,
-                    interrupts,
-                    cached,
-                ),
-            )
-        )
 
     def _flush_deferred(self) -> None:
         if self._deferred is not None:
@@ -1133,48 +598,6 @@ class PregelLoop:
                 self._emit_checkpoint()
                 self._emitted_checkpoint = True
 
-    def _step_events(
-        self, tasks: Sequence[PregelExecutableTask], step: int, step_done: float
-    ) -> None:
-        ran = [t for t in tasks if t.finished]
-        started = min((t.started for t in ran if t.started), default=step_done)
-        waits = {t.id: max(0.0, step_done - t.finished) for t in ran}
-        checkpoint_id = self.checkpoint["id"] if self.checkpointer is not None else None
-        self.sink(
-            (
-                self.ns,
-                "events",
-                ev.StepFinished(
-                    self.ns, step, checkpoint_id, started, step_done, waits
-                ),
-            )
-        )
-        self.sink(
-            (
-                self.ns,
-                "events",
-                ev.StateUpdated(self.ns, step, self.output_values(self.stream_keys)),
-            )
-        )
-
-    def _on_saved(
-        self, checkpoint_id: str, step: int
-    ) -> Callable[[float], None] | None:
-        if "events" not in self.modes:
-            return None
-        sink, ns = self.sink, self.ns
-
-        def saved(seconds: float) -> None:
-            sink(
-                (
-                    ns,
-                    "events",
-                    ev.CheckpointSaved(ns, checkpoint_id, step, seconds, time.time()),
-                )
-            )
-
-        return saved
-
     def _mark_breakpoint(self) -> None:
         # Resuming marks every channel as seen by the breakpoint (see _first), so the
         # marker needs no save of its own.
@@ -1184,32 +607,6 @@ class PregelLoop:
         if "updates" in self.modes:
             self._emit("updates", {INTERRUPT: ()})
 
-    def _step_writes(
-        self, tasks: Sequence[PregelExecutableTask]
-    ) -> dict[str, list[str]] | None:
-        """What the step wrote, by node: the state keys (values live in pending writes).
-
-        Recording keys, not values, keeps metadata small and stores each value once.
-        """
-        if self.checkpointer is None:
-            return None
-        state_keys = self.graph.output_channel_set | set(
-            (self.stream_keys,)
-            if isinstance(self.stream_keys, str)
-            else self.stream_keys
-        )
-        writes: dict[str, list[str]] = {}
-        for task in tasks:
-            if TAG_HIDDEN in task.node.tags:
-                continue
-            keys = writes.setdefault(task.name, [])
-            for chan, _ in task.writes:
-                if chan in state_keys and chan not in keys:
-                    keys.append(chan)
-        return writes
-
-    # -- checkpoints ---------------------------------------------------------------
-
     def _put_checkpoint(
         self, source: str, writes: Any, *, advance: bool = True
     ) -> None:
@@ -1218,56 +615,7 @@ class PregelLoop:
             if advance:
                 self.step += 1
             return
-        checkpoint = self.checkpoint
-        checkpoint["id"] = new_checkpoint_id(self.step)
-        checkpoint["ts"] = _now()
-        checkpoint["updated_channels"] = (
-            sorted(self.updated_channels) if self.updated_channels is not None else None
-        )
-        metadata: dict[str, Any] = {
-            **{
-                k: v
-                for k, v in self.config.get("metadata", {}).items()
-                if _plain(v) and not k.startswith(("langgraph_", "__"))
-            },
-            "source": source,
-            "step": self.step,
-            "parents": {
-                ns: cid
-                for ns, cid in self.configurable.get(
-                    CONFIG_KEY_CHECKPOINT_MAP, {}
-                ).items()
-                if ns != self.checkpoint_ns
-            },
-        }
-        if writes is not None:
-            metadata["writes"] = writes
-        # Plan the next step now (the tick reuses it) so the checkpoint can say
-        # which nodes run next: history reads that without re-planning.
-        self._planned = self._plan(checkpoint, self.step + 1)
-        self._planned_for = (checkpoint["id"], self.step + 1)
-        metadata["next"] = next_names(self._planned, self.graph.node_index)
-        if self._delta_names:
-            metadata[COUNTERS_KEY] = advance_counters(
-                self.checkpoint_metadata.get(COUNTERS_KEY),
-                self._delta_names,
-                self.updated_channels,
-            )
-        self.checkpoint_metadata = metadata  # type: ignore[assignment]
-        self.prev_checkpoint_config = (
-            self._config_for(self._last_saved_id)
-            if self._last_saved_id is not None
-            else None
-        )
-        self.checkpoint_config = {
-            **self.checkpoint_config,
-            CONF: {
-                **self.checkpoint_config.get(CONF, {}),
-                CONFIG_KEY_THREAD_ID: self.thread_id,
-                CONFIG_KEY_CHECKPOINT_NS: self.checkpoint_ns,
-                CONFIG_KEY_CHECKPOINT_ID: checkpoint["id"],
-            },
-        }
+        metadata = self._stamp_checkpoint(source, writes)
         if self.durability != "exit":
             self._save(metadata)
         else:
@@ -1275,41 +623,14 @@ class PregelLoop:
         if advance:
             self.step += 1
 
-    def _config_for(self, checkpoint_id: str) -> RunnableConfig:
-        return {
-            CONF: {
-                CONFIG_KEY_THREAD_ID: self.thread_id,
-                CONFIG_KEY_CHECKPOINT_NS: self.checkpoint_ns,
-                CONFIG_KEY_CHECKPOINT_ID: checkpoint_id,
-            }
-        }
-
     def _save(self, metadata: dict[str, Any]) -> None:
         """Hand a snapshot of the working checkpoint to the saver."""
-        snapshot = self._snapshot()
-        parent_id = self._last_saved_id
-        new_versions = {
-            c: snapshot["channel_versions"][c]
-            for c in (self._bumped or ())
-            if c in snapshot["channel_versions"]
-        }
-        if deltas := self._deltas(new_versions):
-            snapshot["channel_deltas"] = deltas
-        if self._delta_names:
-            self._store_delta_snapshots(snapshot, metadata, new_versions)
-        conf: dict[str, Any] = {
-            CONFIG_KEY_THREAD_ID: self.thread_id,
-            CONFIG_KEY_CHECKPOINT_NS: self.checkpoint_ns,
-        }
-        if parent_id is not None:
-            conf[CONFIG_KEY_CHECKPOINT_ID] = parent_id
-        if self._fence:
-            conf[EXPECTED_HEAD] = parent_id
+        snapshot, new_versions, parent = self._step_snapshot(metadata)
         task_writes = [self._deferred] if self._deferred is not None else []
         self._deferred = None
         assert self.persistence is not None
         self.persistence.put_step(
-            {CONF: conf},
+            parent,
             task_writes,
             snapshot,
             metadata,  # type: ignore[arg-type]
@@ -1322,60 +643,6 @@ class PregelLoop:
         self._last_saved_id = snapshot["id"]
         self._unsaved = False
         self._emitted_checkpoint = False
-
-    def _store_delta_snapshots(
-        self, snapshot: Checkpoint, metadata: dict[str, Any], changed: Mapping[str, Any]
-    ) -> None:
-        """Put the delta channels due a snapshot in ``snapshot`` (see ``_delta``)."""
-        counters = metadata.get(COUNTERS_KEY) or {}
-        replayable = (
-            metadata.get("source") == "loop"
-            and self.durability != "exit"
-            and self._fence
-        )
-        chosen = channels_to_snapshot(
-            self.channels, self._delta_names, counters, changed, replayable=replayable
-        )
-        if chosen:
-            values = dict(snapshot["channel_values"])
-            for name in chosen:
-                values[name] = self.channels[name].get()
-            snapshot["channel_values"] = values
-        reset_counters(metadata, counters, chosen)
-
-    def _deltas(self, new_versions: Mapping[str, Any]) -> dict[str, tuple[Any, int]]:
-        deltas: dict[str, tuple[Any, int]] = {}
-        saved = self._saved_versions
-        for chan in new_versions:
-            base = getattr(self.channels[chan], "append_base", None)
-            if base is not None and chan in saved:
-                deltas[chan] = (saved[chan], base)
-        return deltas
-
-    def _snapshot(self) -> Checkpoint:
-        """A copy of the working checkpoint the saver may keep (values shared, dicts fresh)."""
-        working = self.checkpoint
-        values = dict(self._saved_values)
-        channels = self.channels
-        for chan in self._bumped if self._bumped is not None else channels.keys():
-            value = channels[chan].checkpoint()
-            if value is MISSING:
-                values.pop(chan, None)
-            else:
-                values[chan] = value
-        self._saved_values = values
-        snapshot = Checkpoint(
-            v=working.get("v", 4),
-            id=working["id"],
-            ts=working["ts"],
-            channel_values=values,
-            channel_versions=dict(working["channel_versions"]),
-            versions_seen={k: dict(v) for k, v in working["versions_seen"].items()},
-            updated_channels=working.get("updated_channels"),
-        )
-        if self.graph.schema_version is not None:
-            snapshot["schema_version"] = self.graph.schema_version
-        return snapshot
 
     def finish(self) -> None:
         """Run is over: save what ``exit`` durability kept back; wait for saves."""
@@ -1390,48 +657,6 @@ class PregelLoop:
                 )
         self._flush_deferred()
         self.persistence.flush()
-
-    # -- output ------------------------------------------------------------------
-
-    def output_values(
-        self, keys: str | Sequence[str] | None = None, *, with_pending: bool = False
-    ) -> Any:
-        """Output channels' values; ``with_pending`` also counts the writes of tasks
-        that finished in a step that then paused (what ``get_state`` shows)."""
-        keys = self.output_keys if keys is None else keys
-        channels: Mapping[str, BaseChannel[Any, Any, Any]] = self.channels
-        if with_pending and self.status == "interrupted":
-            channels = self._with_pending_writes()
-        if isinstance(keys, str):
-            value = channels[keys].peek()
-            return None if value is MISSING else value
-        values: dict[str, Any] = {}
-        for key in keys:
-            value = channels[key].peek()
-            if value is not MISSING:
-                values[key] = value
-        return values
-
-    def _with_pending_writes(self) -> dict[str, BaseChannel[Any, Any, Any]]:
-        finished = sorted(
-            (
-                t
-                for t in self.tasks.values()
-                if t.writes and t.writes[0][0] not in (ERROR, INTERRUPT)
-            ),
-            key=lambda t: task_path_str(t.path),
-        )
-        channels = dict(self.channels)
-        written: dict[str, list[Any]] = {}
-        for task in finished:
-            for chan, value in task.writes:
-                if chan in channels and chan not in SPECIAL_WRITES:
-                    written.setdefault(chan, []).append(value)
-        for chan, values in written.items():
-            copy = channels[chan].copy()
-            copy.update(values)
-            channels[chan] = copy
-        return channels
 
     def output(self) -> Any:
         """What ``invoke`` returns: output values, plus ``__interrupt__`` when paused.
@@ -1448,194 +673,6 @@ class PregelLoop:
         elif self.interrupts and values is None:
             values = {INTERRUPT: list(self.interrupts)}
         return values
-
-    # -- streaming -----------------------------------------------------------------
-
-    def _emit(self, mode: str, payload: Any) -> None:
-        if mode in self.modes:
-            self.sink((self.ns, mode, payload))
-
-    def _emit_debug(self, kind: str, payload: Any, step: int) -> None:
-        if "debug" in self.modes:
-            self.sink(
-                (
-                    self.ns,
-                    "debug",
-                    {
-                        "step": step,
-                        "timestamp": _now(),
-                        "type": kind,
-                        "payload": payload,
-                    },
-                )
-            )
-
-    def _emit_task_output(self, task: PregelExecutableTask, *, cached: bool) -> None:
-        modes = self.modes
-        if not modes or TAG_HIDDEN in task.node.tags:
-            return
-        if "updates" in modes:
-            keys = self.update_keys
-            update = (
-                self.graph.task_update(task)
-                if keys is None
-                else keyed_update(task.writes, keys)
-            )
-            chunk: dict[str, Any] = {task.name: update}
-            if cached:
-                chunk["__metadata__"] = {"cached": True}
-            self.sink((self.ns, "updates", chunk))
-        if "tasks" in modes or "debug" in modes:
-            self._emit_task_result(task, None, [], cached=cached)
-
-    def _emit_task_result(
-        self,
-        task: PregelExecutableTask,
-        error: BaseException | None,
-        interrupts: list[Interrupt],
-        *,
-        cached: bool = False,
-    ) -> None:
-        if TAG_HIDDEN in task.node.tags or not (
-            "tasks" in self.modes or "debug" in self.modes
-        ):
-            return
-        result = (
-            {
-                c: v
-                for c, v in task.writes
-                if c not in SPECIAL_WRITES
-                and c != TASKS
-                and c in self.graph.output_channel_set
-            }
-            if error is None and not interrupts
-            else {}  # as LangGraph: a failed or paused task wrote nothing
-        )
-        payload: dict[str, Any] = {
-            "id": task.id,
-            "name": task.name,
-            "error": error,  # the exception itself, as LangGraph
-            "result": result,
-            "interrupts": [_interrupt_dict(i) for i in interrupts],
-        }
-        if cached:
-            payload["cached"] = True  # the writes came from the node's cache
-        self._emit("tasks", payload)
-        self._emit_debug("task_result", payload, self.step)
-
-    def _emit_checkpoint(self) -> None:
-        if not ("checkpoints" in self.modes or "debug" in self.modes):
-            return
-        if self._unsaved or self._last_saved_id is None:
-            return
-        payload = self.checkpoint_payload()
-        self._emit("checkpoints", payload)
-        self._emit_debug("checkpoint", payload, self.step - 1)
-
-    def checkpoint_payload(self) -> dict[str, Any]:
-        return {
-            "config": self.checkpoint_config_public(),
-            "parent_config": self.prev_checkpoint_config_public(),
-            "values": self.output_values(self.stream_keys),
-            "metadata": {
-                k: v
-                for k, v in self.checkpoint_metadata.items()
-                if k not in ("writes", "next")
-            },
-            "next": [t.name for t in self.tasks.values()],
-            "tasks": [
-                {"id": t.id, "name": t.name, "interrupts": (), "state": None}
-                for t in self.tasks.values()
-            ],
-        }
-
-    def checkpoint_config_public(self) -> RunnableConfig:
-        return {
-            CONF: {
-                CONFIG_KEY_CHECKPOINT_NS: self.checkpoint_ns,
-                CONFIG_KEY_THREAD_ID: self.thread_id,
-                CONFIG_KEY_CHECKPOINT_ID: self.checkpoint["id"],
-            }
-        }
-
-    def prev_checkpoint_config_public(self) -> RunnableConfig | None:
-        prev = self.prev_checkpoint_config
-        if not prev or CONFIG_KEY_CHECKPOINT_ID not in prev.get(CONF, {}):
-            return None
-        return {
-            CONF: {
-                CONFIG_KEY_CHECKPOINT_NS: self.checkpoint_ns,
-                CONFIG_KEY_THREAD_ID: self.thread_id,
-                CONFIG_KEY_CHECKPOINT_ID: prev[CONF][CONFIG_KEY_CHECKPOINT_ID],
-            }
-        }
-
-
-def _answers_or_unaddressed(loop: PregelLoop) -> bool:
-    if not loop.configurable.get(CONFIG_KEY_CHECKPOINT_ID):
-        return True
-    command = loop.input
-    return isinstance(command, Command) and command.resume is not None
-
-
-def _replays_head(saved: CheckpointTuple, loop: PregelLoop) -> bool:
-    """A run addressed at the thread's newest checkpoint replays it (reruns its
-    tasks on a new branch, interrupts asking again) unless it answers an
-    interrupt, as in LangGraph; a fork or an update is already a branch."""
-    if _answers_or_unaddressed(loop):
-        return False
-    return saved.metadata.get("source") not in ("update", "fork")
-
-
-def _replays(saved: CheckpointTuple, time_travel: bool, loop: PregelLoop) -> bool:
-    """Whether subgraphs replay: the run addresses a past checkpoint, or a fork or
-    update, and does not answer an interrupt (as in LangGraph)."""
-    if _answers_or_unaddressed(loop):
-        return False
-    return time_travel or saved.metadata.get("source") in ("update", "fork")
-
-
-def _replay_bound(saved: CheckpointTuple) -> ReplayBound:
-    """Subgraphs replay from before the addressed checkpoint; from before its
-    parent when it is a fork or an update (made after the original run's
-    subgraph checkpoints)."""
-    bound = saved.checkpoint["id"]
-    parent = (saved.parent_config or {}).get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID)
-    if saved.metadata.get("source") in ("update", "fork") and parent:
-        bound = parent
-    return ReplayBound(bound)
-
-
-def _message_id(message: Any) -> Any:
-    if isinstance(message, dict):
-        return message.get("id")
-    return getattr(message, "id", None)
-
-
-def _interrupt_dict(interrupt: Interrupt) -> dict[str, Any]:
-    """An interrupt in a ``tasks`` payload (LangGraph's keys and order)."""
-    return {
-        "value": interrupt.value,
-        "id": interrupt.id,
-        "response_schema": interrupt.response_schema,
-    }
-
-
-def _given_message_ids(state: Any, key: str) -> set[Any]:
-    """Ids of the messages a task's input holds under ``key``."""
-    value = state.get(key) if isinstance(state, dict) else getattr(state, key, None)
-    if value is None:
-        return set()
-    items = value if isinstance(value, (list, tuple)) else [value]
-    return {i for i in map(_message_id, items) if i is not None}
-
-
-def _plain(value: Any) -> bool:
-    return isinstance(value, (str, int, float, bool)) or value is None
-
-
-def _looks_like_interrupt_id(key: str) -> bool:
-    return len(key) == 32 and all(c in "0123456789abcdef" for c in key)
 
 
 def send_packets(writes: Sequence[tuple[str, Any]]) -> list[Send]:

@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any, Self
 
 from engine._internal._scope import TaskScope
-from engine.pregel._call import NodeCallable
+from engine.pregel._node_callable import NodeCallable
 from engine.pregel._read import PregelNode
 from engine.pregel._subgraph import find_subgraph
 from engine.pregel._write import ChannelWriteEntry, ChannelWriter

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from engine._internal._typing import MISSING
 from engine.channels.base import BaseChannel
 from engine.managed.base import ManagedScope, ManagedValueMapping
-from engine.pregel._call import NodeCallable
+from engine.pregel._node_callable import NodeCallable
 from engine.types import CachePolicy, RetryPolicy, TimeoutPolicy
 
 if TYPE_CHECKING:

@@ -29,8 +29,8 @@ from engine.errors import (
     NodeTimeoutError,
     ParentCommand,
 )
-from engine.pregel._call import NodeCallable
 from engine.pregel._messages import langchain_messages
+from engine.pregel._node_callable import NodeCallable
 from engine.types import RetryPolicy, TimeoutPolicy
 
 if TYPE_CHECKING:
@@ -90,8 +90,7 @@ async def _ahandle_error(
     handler = task.node.error_handler
     if handler is None:
         return exc
-    scope = loop.make_scope(task)
-    scope.error = NodeError(node=task.name, error=exc)
+    scope = _handler_scope(loop, task, exc)
     token = set_scope(scope)
     try:
         task.writes.clear()
@@ -103,13 +102,8 @@ async def _ahandle_error(
         )
         await _afinish_attempt(scope, loop, task, output)
         return None
-    except GraphBubbleUp as signal:
-        task.writes.clear()
-        return signal
-    except Exception as handler_exc:
-        task.writes.clear()
-        handler_exc.__cause__ = exc
-        return handler_exc
+    except (GraphBubbleUp, Exception) as raised:
+        return _handler_failed(task, exc, raised)
     finally:
         reset_scope(token)
 
@@ -129,23 +123,71 @@ def _handle_error(
     handler = task.node.error_handler
     if handler is None:
         return exc
-    scope = loop.make_scope(task)
-    scope.error = NodeError(node=task.name, error=exc)
+    scope = _handler_scope(loop, task, exc)
     token = set_scope(scope)
     try:
         task.writes.clear()
-        output = handler.invoke(task.input, scope)
-        _finish_attempt(scope, loop, task, output)
+        _finish_attempt(scope, loop, task, handler.invoke(task.input, scope))
         return None
-    except GraphBubbleUp as signal:
-        task.writes.clear()
-        return signal
-    except Exception as handler_exc:
-        task.writes.clear()
-        handler_exc.__cause__ = exc
-        return handler_exc
+    except (GraphBubbleUp, Exception) as raised:
+        return _handler_failed(task, exc, raised)
     finally:
         reset_scope(token)
+
+
+def _handler_scope(
+    loop: PregelLoop, task: PregelExecutableTask, exc: Exception
+) -> TaskScope:
+    """The scope a node's error handler runs in: the task's, with the error."""
+    scope = loop.make_scope(task)
+    scope.error = NodeError(node=task.name, error=exc)
+    return scope
+
+
+def _handler_failed(
+    task: PregelExecutableTask, exc: Exception, raised: BaseException
+) -> BaseException:
+    """The error handler raised: a pause or parent command as is, an error caused
+    by the node's; the handler's writes are dropped."""
+    task.writes.clear()
+    if not isinstance(raised, GraphBubbleUp):
+        raised.__cause__ = exc
+    return raised
+
+
+def _attempt_scope(
+    loop: PregelLoop,
+    task: PregelExecutableTask,
+    scope_factory: Callable[[], TaskScope] | None,
+    attempt: int,
+) -> TaskScope:
+    scope = scope_factory() if scope_factory is not None else loop.make_scope(task)
+    scope.attempt = attempt
+    return scope
+
+
+def _retry_delay(
+    loop: PregelLoop,
+    task: PregelExecutableTask,
+    policies: Sequence[RetryPolicy],
+    attempt: int,
+    exc: Exception,
+) -> float | None:
+    """An attempt failed with ``exc`` (its writes dropped): the seconds to wait
+    before the next attempt, or None when the failure is final (no policy retries
+    it, or its attempts are used up)."""
+    policy = _policy_for(policies, exc)
+    if policy is None or attempt >= policy.max_attempts:
+        return None
+    if (tracing := tracing_of(loop)) is not None:
+        tracing.retry(task, attempt, exc)
+    return policy.interval(attempt)
+
+
+def _discarded(task: PregelExecutableTask, error: BaseException) -> BaseException:
+    """A failed or paused attempt: its writes are dropped, its error returned."""
+    task.writes.clear()
+    return error
 
 
 def task_timeout(task: PregelExecutableTask) -> TimeoutPolicy | None:
@@ -213,8 +255,7 @@ def _run_task(
     attempt = 0
     while True:
         attempt += 1
-        scope = scope_factory() if scope_factory is not None else loop.make_scope(task)
-        scope.attempt = attempt
+        scope = _attempt_scope(loop, task, scope_factory, attempt)
         token = set_scope(scope)
         try:
             if scope.message_writer is not None:
@@ -232,16 +273,13 @@ def _run_task(
             # a subgraph run by this node addressed this graph: it is the node's output
             output = command.command
         except GraphBubbleUp as signal:
-            task.writes.clear()
-            return signal
+            return _discarded(task, signal)
         except Exception as exc:
             task.writes.clear()
-            policy = _policy_for(policies, exc)
-            if policy is None or attempt >= policy.max_attempts:
+            delay = _retry_delay(loop, task, policies, attempt, exc)
+            if delay is None:
                 return _handle_error(loop, task, exc)
-            if (tracing := tracing_of(loop)) is not None:
-                tracing.retry(task, attempt, exc)
-            time.sleep(policy.interval(attempt))
+            time.sleep(delay)
             continue
         finally:
             reset_scope(token)
@@ -249,12 +287,8 @@ def _run_task(
         try:
             _finish_attempt(scope, loop, task, output)
             return None
-        except GraphBubbleUp as signal:
-            task.writes.clear()
-            return signal
-        except Exception as exc:
-            task.writes.clear()
-            return exc
+        except (GraphBubbleUp, Exception) as error:
+            return _discarded(task, error)
         finally:
             reset_scope(token)
 
@@ -376,8 +410,7 @@ async def _arun_task(
     attempt = 0
     while True:
         attempt += 1
-        scope = scope_factory() if scope_factory is not None else loop.make_scope(task)
-        scope.attempt = attempt
+        scope = _attempt_scope(loop, task, scope_factory, attempt)
         token = set_scope(scope)
         try:
             if scope.message_writer is not None:
@@ -388,23 +421,18 @@ async def _arun_task(
         except ParentCommand as command:
             output = command.command
         except GraphBubbleUp as signal:
-            task.writes.clear()
-            return signal
+            return _discarded(task, signal)
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if current is not None and current.cancelling():
                 raise
-            exc: Exception = NodeCancelledError(task.name)
-            task.writes.clear()
-            return exc
+            return _discarded(task, NodeCancelledError(task.name))
         except Exception as error:
             task.writes.clear()
-            policy = _policy_for(policies, error)
-            if policy is None or attempt >= policy.max_attempts:
+            delay = _retry_delay(loop, task, policies, attempt, error)
+            if delay is None:
                 return await _ahandle_error(loop, task, error)
-            if (tracing := tracing_of(loop)) is not None:
-                tracing.retry(task, attempt, error)
-            await asyncio.sleep(policy.interval(attempt))
+            await asyncio.sleep(delay)
             continue
         finally:
             reset_scope(token)
@@ -412,11 +440,7 @@ async def _arun_task(
         try:
             await _afinish_attempt(scope, loop, task, output)
             return None
-        except GraphBubbleUp as signal:
-            task.writes.clear()
-            return signal
-        except Exception as error:
-            task.writes.clear()
-            return error
+        except (GraphBubbleUp, Exception) as error:
+            return _discarded(task, error)
         finally:
             reset_scope(token)

@@ -41,7 +41,12 @@ from engine.checkpoint.base import (
     require_thread_id,
 )
 from engine.constants import TAG_HIDDEN
-from engine.errors import ErrorCode, InvalidUpdateError, error_message
+from engine.errors import (
+    CheckpointNotFoundError,
+    ErrorCode,
+    InvalidUpdateError,
+    error_message,
+)
 from engine.pregel._algo import (
     PregelExecutableTask,
     PregelTaskWrites,
@@ -339,8 +344,6 @@ def _with_subgraph_states(
 def _raise_if_addressed(config: RunnableConfig) -> None:
     checkpoint_id = config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID)
     if checkpoint_id:
-        from engine.errors import CheckpointNotFoundError  # noqa: PLC0415
-
         raise CheckpointNotFoundError(
             error_message(
                 f"Checkpoint {checkpoint_id!r} does not exist on thread "
@@ -758,7 +761,9 @@ def plan_update(
         channel = channels[chan]
         # an update's checkpoint stores its delta channels' values (a snapshot)
         value = (
-            channel.peek() if isinstance(channel, DeltaChannel) else channel.checkpoint()
+            channel.peek()
+            if isinstance(channel, DeltaChannel)
+            else channel.checkpoint()
         )
         if value is MISSING:
             new_values.pop(chan, None)

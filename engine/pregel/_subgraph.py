@@ -26,15 +26,27 @@ from engine._internal._typing import RunnableConfig
 if TYPE_CHECKING:
     from engine.pregel.main import Pregel
 
-__all__ = ("ReplayBound", "find_subgraph", "recast_namespace", "subgraph_for_config")
+__all__ = (
+    "CompiledGraph",
+    "ReplayBound",
+    "find_subgraph",
+    "recast_namespace",
+    "subgraph_for_config",
+)
 
 _LEAVES = (str, bytes, int, float, bool, type(None))
 
 
-def _is_graph(value: Any) -> bool:
-    from engine.pregel.main import Pregel  # noqa: PLC0415 - main imports this module
+class CompiledGraph:
+    """The base class of :class:`~engine.pregel.Pregel`: what subgraph detection
+    recognises as a compiled graph (defined here, below ``main``, so that this
+    module needs no import of it)."""
 
-    return isinstance(value, Pregel) and value.checkpointer is not False
+    __slots__ = ()
+
+
+def _is_graph(value: Any) -> bool:
+    return isinstance(value, CompiledGraph) and value.checkpointer is not False  # type: ignore[attr-defined]
 
 
 def _reachable(func: Any) -> list[Any]:
@@ -71,10 +83,8 @@ def _reachable(func: Any) -> list[Any]:
 def find_subgraph(runnable: Any) -> Pregel | None:
     """The compiled graph a node runs: the node itself, or one its function reaches
     (not one compiled with ``checkpointer=False``: it keeps no state)."""
-    from engine.pregel.main import Pregel  # noqa: PLC0415 - main imports this module
-
-    if isinstance(runnable, Pregel):
-        return runnable
+    if isinstance(runnable, CompiledGraph):
+        return runnable  # type: ignore[return-value]
     for value in _reachable(runnable):
         if isinstance(value, ModuleType):
             continue

@@ -1,21 +1,18 @@
 """Pregel: the compiled graph's public surface (invoke, stream, state, history, update).
 
-It stays thin: runs are driven by ``_loop.PregelLoop`` and ``_runner``; state
-reads and writes for time travel live in ``_state``.
+It stays thin: runs are driven by ``_drive`` (around ``_loop.PregelLoop`` and
+``_runner``), ``stream_events`` by ``_run_events``; state reads and writes for
+time travel live in ``_state``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import queue
-import threading
-import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, Self
 
-from engine import events as ev
 from engine._internal._config import (
     addresses_own_thread,
     merge_configs,
@@ -25,66 +22,54 @@ from engine._internal._config import (
 from engine._internal._constants import (
     CACHE_NS_WRITES,
     CONF,
-    CONFIG_KEY_CHECKPOINT_ID,
-    CONFIG_KEY_CHECKPOINT_MAP,
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_CHECKPOINTER,
-    CONFIG_KEY_REPLAY,
-    CONFIG_KEY_RESUMING,
-    CONFIG_KEY_THREAD_ID,
     END,
     INTERRUPT,
     NO_WRITES,
     TASKS,
 )
 from engine._internal._scope import TaskScope, current_scope
-from engine._internal._tracing import attach as attach_tracing
-from engine._internal._tracing import start_tracing, tracing_of
 from engine._internal._typing import MISSING, RunnableConfig
 from engine.channels.base import BaseChannel
 from engine.channels.topic import Topic
 from engine.checkpoint.base import (
     BaseCheckpointSaver,
     Checkpoint,
-    CheckpointTuple,
-    require_thread_id,
 )
-from engine.errors import (
-    ErrorCode,
-    GraphDrained,
-    GraphInterrupt,
-    GraphRecursionError,
-    error_message,
-)
-from engine.pregel import _schemas
+from engine.pregel import _schemas, _state
 from engine.pregel._algo import PregelExecutableTask
-from engine.pregel._delta import awith_delta_values, with_delta_values
+from engine.pregel._draw import draw_graph
+from engine.pregel._drive import (
+    adrive,
+    async_sink,
+    drive,
+    forwarding,
+    make_loop,
+    parent_sink,
+)
 from engine.pregel._io import (
     Mapper,
     format_chunk,
     format_part,
     keyed_update,
     map_input,
-    with_interrupts,
+    stream_modes,
 )
-from engine.pregel._lease import OnBusy, aheld_steps, held_steps, with_on_busy
-from engine.pregel._lifecycle import (
-    areport_pause,
-    areport_resume,
-    lifecycle_manager,
-    report_pause,
-    report_resume,
-)
+from engine.pregel._lease import OnBusy, with_on_busy
 from engine.pregel._loop import PregelLoop, StreamChunk
 from engine.pregel._node_builder import NodeBuilder
-from engine.pregel._persist import AsyncPersistence, SyncPersistence
 from engine.pregel._read import PregelNode
-from engine.pregel._runner import arun_step, run_step
-from engine.pregel._server_info import server_info
-from engine.pregel._subgraph import ReplayBound, subgraph_for_config
+from engine.pregel._run_events import (
+    atyped_events,
+    events_options,
+    typed_events,
+    v3_options,
+)
+from engine.pregel._subgraph import CompiledGraph, subgraph_for_config
 from engine.pregel._validate import validate_graph
 from engine.pregel.protocol import PregelProtocol
-from engine.runtime import RunControl, Runtime
+from engine.runtime import RunControl
 from engine.stream._pregel import astart_run_stream, start_run_stream
 from engine.types import (
     All,
@@ -98,13 +83,15 @@ from engine.types import (
     StreamMode,
     ensure_valid_checkpointer,
 )
+from engine.warnings import LangGraphDeprecatedSinceV10
 
 __all__ = ("NodeBuilder", "Pregel")
 
 _LIVE_MODES = frozenset({"custom", "messages", "tools"})
+_SKIP = object()  # a stream chunk the caller did not ask for
 
 
-class Pregel:
+class Pregel(CompiledGraph):
     """A compiled graph: nodes subscribed to channels, run in super-steps.
 
     Usually built by ``StateGraph.compile()`` or ``@entrypoint``; the
@@ -537,162 +524,6 @@ class Pregel:
 
     # -- running ---------------------------------------------------------------------
 
-    def _make_loop(
-        self,
-        input: Any,
-        config: RunnableConfig | None,
-        *,
-        context: Any,
-        modes: frozenset[str],
-        sink: Callable[[StreamChunk], None],
-        output_keys: str | Sequence[str] | None,
-        interrupt_before: All | Sequence[str] | None,
-        interrupt_after: All | Sequence[str] | None,
-        durability: Durability | None,
-        is_async: bool,
-        control: RunControl | None = None,
-    ) -> PregelLoop:
-        merged, parent = self._resolve(config, new_run=True)
-        if parent is None and self.checkpointer is True:
-            raise RuntimeError("checkpointer=True cannot be used for root graphs.")
-        saver = self._saver(merged)
-        conf = merged.setdefault(CONF, {})
-        if parent is None and conf.get(CONFIG_KEY_CHECKPOINT_NS):
-            _address_root(conf)
-        if saver is not None:
-            require_thread_id(merged, "A graph compiled with a checkpointer")
-            conf[CONFIG_KEY_CHECKPOINTER] = saver
-        durability = durability or conf.get("__engine_durability") or "async"
-        if durability not in ("sync", "async", "exit"):
-            raise ValueError(
-                f"durability must be 'sync', 'async' or 'exit', got {durability!r}"
-            )
-        conf["__engine_durability"] = durability
-        persistence: SyncPersistence | AsyncPersistence | None = None
-        if saver is not None:
-            background = durability == "async"
-            persistence = (
-                AsyncPersistence(saver, background)
-                if is_async
-                else SyncPersistence(saver, background)
-            )
-        tracing, sink, modes = start_tracing(merged, self.name, sink, modes)
-        runtime = self._runtime(merged, context, sink, parent, modes, control)
-        ns: tuple[str, ...] = ()
-        checkpoint_ns = conf.get(CONFIG_KEY_CHECKPOINT_NS, "")
-        if checkpoint_ns:
-            ns = tuple(checkpoint_ns.split("|"))
-        loop = PregelLoop(
-            self,
-            input=input,
-            config=merged,
-            checkpointer=saver,
-            persistence=persistence,
-            durability=durability,
-            modes=modes,
-            sink=sink,
-            ns=ns,
-            interrupt_before=interrupt_before
-            if interrupt_before is not None
-            else self.interrupt_before_nodes,
-            interrupt_after=interrupt_after
-            if interrupt_after is not None
-            else self.interrupt_after_nodes,
-            runtime=runtime,
-            is_nested=parent is not None,
-            output_keys=output_keys
-            if output_keys is not None
-            else self.output_channels,
-            stream_keys=self.stream_channels_asis,
-        )
-        loop.parent_scope = parent
-        attach_tracing(loop, tracing)
-        loop.lifecycle = lifecycle_manager(merged, parent, is_async=is_async)
-        return loop
-
-    def _runtime(
-        self,
-        config: RunnableConfig,
-        context: Any,
-        sink: Callable[[StreamChunk], None],
-        parent: TaskScope | None,
-        modes: frozenset[str] = frozenset(),
-        control: RunControl | None = None,
-    ) -> Runtime[Any]:
-        conf = config.get(CONF, {})
-        ns_str = conf.get(CONFIG_KEY_CHECKPOINT_NS, "")
-        ns = tuple(ns_str.split("|")) if ns_str else ()
-        inherited: Runtime[Any] | None = (
-            parent.base_runtime if parent is not None else None
-        )
-        if context is None and inherited is not None:
-            context = inherited.context
-        if context is not None and self.context_schema is not None:
-            context = _coerce_context(self.context_schema, context)
-        store = (
-            self.store
-            if self.store is not None
-            else (inherited.store if inherited else None)
-        )
-
-        if "custom" in modes:
-
-            def writer(chunk: Any) -> None:
-                sink((ns, "custom", chunk))
-
-        else:
-
-            def writer(chunk: Any) -> None:
-                return None
-
-        if control is None:  # a subgraph obeys its parent run's control
-            control = inherited.control if inherited is not None else None
-        return Runtime(
-            context=context,
-            store=store,
-            stream_writer=writer,
-            previous=None,
-            server_info=server_info(conf)
-            or (inherited.server_info if inherited is not None else None),
-            control=control if control is not None else RunControl(),
-            thread_id=conf.get(CONFIG_KEY_THREAD_ID),
-            run_id=str(config["run_id"]) if config.get("run_id") is not None else None,
-        )
-
-    def _load(self, loop: PregelLoop) -> tuple[CheckpointTuple | None, str | None]:
-        saver = loop.checkpointer
-        if saver is None:
-            return None, None
-        config = loop.config
-        if (replay := _replaying(config)) is not None:
-            loop.branch_off()
-            before = saver.list(config, before=replay.before(), limit=1)
-            return next(iter(before), None), None
-        saved = saver.get_tuple(config)
-        head = _head_id(saver, config, saved)
-        _check_found(config, saved)
-        return saved, head
-
-    async def _aload(
-        self, loop: PregelLoop
-    ) -> tuple[CheckpointTuple | None, str | None]:
-        saver = loop.checkpointer
-        if saver is None:
-            return None, None
-        config = loop.config
-        if (replay := _replaying(config)) is not None:
-            loop.branch_off()
-            async for found in saver.alist(config, before=replay.before(), limit=1):
-                return found, None
-            return None, None
-        saved = await saver.aget_tuple(config)
-        head = None
-        if config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID) and saved is not None:
-            latest = await saver.aget_tuple(_without_checkpoint_id(config))
-            head = latest.checkpoint["id"] if latest is not None else None
-        _check_found(config, saved)
-        return saved, head
-
     def stream(
         self,
         input: Any,
@@ -725,134 +556,96 @@ class Pregel:
         ``on_busy`` ("raise" or "wait"): what to do when another run holds the
         thread, as for :meth:`invoke`.
         """
-        config = with_on_busy(config, on_busy)
-        v2 = _is_v2(version)
-        modes, single = _modes(
-            stream_mode if stream_mode is not None else self.stream_mode
-        )
         chunks: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        sink = _forwarding(chunks.put, _parent_sink(current_scope(), config))
-        loop = self._make_loop(
+        loop, shape, live = self._stream_setup(
             input,
             config,
+            chunks.put,
+            is_async=False,
             context=context,
-            modes=modes,
-            sink=sink,
+            stream_mode=stream_mode,
             output_keys=output_keys,
             interrupt_before=interrupt_before,
             interrupt_after=interrupt_after,
             durability=durability,
-            is_async=False,
+            control=control,
+            on_busy=on_busy,
+            subgraphs=subgraphs,
+            version=version,
+        )
+        for chunk in drive(self, loop, chunks, live):
+            if (part := shape(chunk)) is not _SKIP:
+                yield part
+
+    def _stream_setup(
+        self,
+        input: Any,
+        config: RunnableConfig | None,
+        put: Callable[[StreamChunk], None],
+        *,
+        is_async: bool,
+        context: Any,
+        stream_mode: StreamMode | Sequence[StreamMode] | None,
+        output_keys: str | Sequence[str] | None,
+        interrupt_before: All | Sequence[str] | None,
+        interrupt_after: All | Sequence[str] | None,
+        durability: Durability | None,
+        control: RunControl | None,
+        on_busy: OnBusy | None,
+        subgraphs: bool,
+        version: str,
+    ) -> tuple[PregelLoop, Callable[[StreamChunk], Any], bool]:
+        """What :meth:`stream` and :meth:`astream` share: the run's loop (its
+        chunks go to ``put``), how a chunk becomes what the caller gets (``_SKIP``
+        for chunks not asked for), and whether chunks are yielded mid-step."""
+        config = with_on_busy(config, on_busy)
+        modes, single = stream_modes(
+            stream_mode if stream_mode is not None else self.stream_mode
+        )
+        loop = make_loop(
+            self,
+            input,
+            config,
+            context=context,
+            modes=modes,
+            sink=forwarding(put, parent_sink(current_scope(), config)),
+            output_keys=output_keys,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            durability=durability,
+            is_async=is_async,
             control=control,
         )
-        live = self.stream_eager or bool(modes & _LIVE_MODES)
         if output_keys is not None:
             loop.stream_keys = output_keys  # values chunks of those keys
             loop.update_keys = _key_set(output_keys)  # and updates of those keys
         own = loop.ns
-        if v2:
+        if _is_v2(version):
             mappers = self._part_mappers(output_keys)
-            for ns, mode, payload in self._drive(loop, chunks, live):
+
+            def shape(chunk: StreamChunk) -> Any:
+                ns, mode, payload = chunk
                 if (ns != own and not subgraphs) or mode not in modes:
-                    continue
-                yield format_part(ns, mode, payload, *(mappers if ns == own else ()))
-            return
-        for ns, mode, payload in self._drive(loop, chunks, live):
-            if (ns != own and not subgraphs) or mode not in modes:
-                continue
-            yield format_chunk(
-                ns, mode, payload, single_mode=single, subgraphs=subgraphs
-            )
+                    return _SKIP
+                return format_part(ns, mode, payload, *(mappers if ns == own else ()))
+
+        else:
+
+            def shape(chunk: StreamChunk) -> Any:
+                ns, mode, payload = chunk
+                if (ns != own and not subgraphs) or mode not in modes:
+                    return _SKIP
+                return format_chunk(
+                    ns, mode, payload, single_mode=single, subgraphs=subgraphs
+                )
+
+        return loop, shape, self.stream_eager or bool(modes & _LIVE_MODES)
 
     def _part_mappers(
         self, output_keys: str | Sequence[str] | None
     ) -> tuple[Mapper | None, Mapper | None]:
         """How v2 parts turn the graph's own values into its schema classes."""
         return (self.output_mapper if output_keys is None else None), self.state_mapper
-
-    def _drive(
-        self, loop: PregelLoop, chunks: queue.SimpleQueue[Any] | None, live: bool
-    ) -> Iterator[StreamChunk]:
-        steps = held_steps(loop, self._drive_steps(loop, chunks, live))
-        tracing = tracing_of(loop)
-        return steps if tracing is None else tracing.traced(steps)
-
-    def _drive_steps(
-        self, loop: PregelLoop, chunks: queue.SimpleQueue[Any] | None, live: bool
-    ) -> Iterator[StreamChunk]:
-        saved, head = self._load(loop)
-        saved = with_delta_values(self.channels, saved, loop.checkpointer)
-        try:
-            loop.start(saved, head)
-            if loop.lifecycle is not None:
-                report_resume(loop)
-            if chunks is not None:
-                yield from _drain(chunks)
-            sync_saves = loop.durability == "sync" and loop.persistence is not None
-            while loop.tick():
-                if keys := loop.cache_probe():
-                    loop.apply_cache_hits(loop.cache.get(keys))
-                yield from run_step(loop, chunks, live)
-                if loop.status == "interrupted":
-                    break
-                if loop.cache is not None and (updates := loop.cache_updates()):
-                    loop.cache.set(updates)
-                loop.after_tick()
-                if chunks is not None:
-                    yield from _drain(chunks)
-                if loop.status == "interrupt_after":
-                    break
-                if sync_saves:
-                    loop.persistence.flush()  # type: ignore[union-attr]
-            loop.finish()
-        except BaseException:
-            _flush_quietly(loop)
-            raise
-        if chunks is not None:
-            yield from _drain(chunks)
-        if loop.lifecycle is not None:
-            report_pause(loop)
-        yield from self._closing_chunks(
-            loop, (lambda: _drain(chunks)) if chunks is not None else _nothing
-        )
-
-    def _closing_chunks(
-        self, loop: PregelLoop, drain: Callable[[], Iterator[StreamChunk]]
-    ) -> Iterator[StreamChunk]:
-        """The run's last chunks (a pause's values, then the paused tasks'
-        results), or its closing error. They go through the loop's sink, so a
-        subgraph's reach its parent's stream too; ``drain`` yields this run's."""
-        if loop.status == "out_of_steps":
-            raise GraphRecursionError(
-                error_message(
-                    f"Recursion limit of {loop.recursion_limit} reached without hitting a stop "
-                    "condition. You can increase the limit by setting the `recursion_limit` "
-                    "config key.",
-                    ErrorCode.GRAPH_RECURSION_LIMIT,
-                )
-            )
-        if loop.status == "draining":
-            reason = loop.control.drain_reason if loop.control is not None else None
-            raise GraphDrained(reason or "shutdown")
-        if loop.interrupts and "values" in loop.modes:
-            loop.sink(
-                (
-                    loop.ns,
-                    "values",
-                    with_interrupts(
-                        loop.output_values(loop.stream_keys, with_pending=True),
-                        loop.interrupts,
-                    ),
-                )
-            )
-        loop.emit_paused_results()
-        yield from drain()
-        if loop.is_nested and loop.status in (
-            "interrupted",
-            "interrupt_before",
-            "interrupt_after",
-        ):
-            raise GraphInterrupt(loop.interrupts)
 
     def invoke(
         self,
@@ -911,17 +704,18 @@ class Pregel:
             )
             return chunks
         parent = current_scope()
-        forward = _parent_sink(parent, config)
+        forward = parent_sink(parent, config)
         by_values = self._output_via_values
         values: queue.SimpleQueue[Any] | None = (
             queue.SimpleQueue() if by_values else None
         )
-        loop = self._make_loop(
+        loop = make_loop(
+            self,
             input,
             config,
             context=context,
             modes=_invoke_modes(forward, by_values),
-            sink=_forwarding(values.put, forward)
+            sink=forwarding(values.put, forward)
             if values is not None
             else (forward[0] if forward else _discard),
             output_keys=output_keys,
@@ -933,9 +727,9 @@ class Pregel:
         )
         if values is not None:
             loop.stream_keys = loop.output_keys
-            last = _last_values(loop, self._drive(loop, values, False))
+            last = _last_values(loop, drive(self, loop, values, False))
             return self._last_output(loop, last, output_keys, v2)
-        for _ in self._drive(loop, None, False):
+        for _ in drive(self, loop, None, False):
             pass
         return self._graph_output(loop, output_keys) if v2 else loop.output()
 
@@ -1013,15 +807,16 @@ class Pregel:
                 )
             ]
         parent = current_scope()
-        forward = _parent_sink(parent, config)
+        forward = parent_sink(parent, config)
         by_values = self._output_via_values
         queued: asyncio.Queue[Any] | None = asyncio.Queue() if by_values else None
-        loop = self._make_loop(
+        loop = make_loop(
+            self,
             input,
             config,
             context=context,
             modes=_invoke_modes(forward, by_values),
-            sink=_forwarding(_async_sink(queued), forward)
+            sink=forwarding(async_sink(queued), forward)
             if queued is not None
             else (forward[0] if forward else _discard),
             output_keys=output_keys,
@@ -1034,11 +829,11 @@ class Pregel:
         if queued is not None:
             loop.stream_keys = loop.output_keys
             last: Any = None
-            async for ns, mode, payload in self._adrive(loop, queued):
+            async for ns, mode, payload in adrive(self, loop, queued):
                 if mode == "values" and ns == loop.ns:
                     last = payload
             return self._last_output(loop, last, output_keys, v2)
-        async for _ in self._adrive(loop, None):
+        async for _ in adrive(self, loop, None):
             pass
         return self._graph_output(loop, output_keys) if v2 else loop.output()
 
@@ -1062,98 +857,26 @@ class Pregel:
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         """Async twin of :meth:`stream`."""
-        config = with_on_busy(config, on_busy)
-        v2 = _is_v2(version)
-        modes, single = _modes(
-            stream_mode if stream_mode is not None else self.stream_mode
-        )
         chunks: asyncio.Queue[Any] = asyncio.Queue()
-        sink = _forwarding(_async_sink(chunks), _parent_sink(current_scope(), config))
-
-        loop = self._make_loop(
+        loop, shape, _ = self._stream_setup(
             input,
             config,
+            async_sink(chunks),
+            is_async=True,
             context=context,
-            modes=modes,
-            sink=sink,
+            stream_mode=stream_mode,
             output_keys=output_keys,
             interrupt_before=interrupt_before,
             interrupt_after=interrupt_after,
             durability=durability,
-            is_async=True,
             control=control,
+            on_busy=on_busy,
+            subgraphs=subgraphs,
+            version=version,
         )
-        if output_keys is not None:
-            loop.stream_keys = output_keys  # values chunks of those keys
-            loop.update_keys = _key_set(output_keys)  # and updates of those keys
-        own = loop.ns
-        mappers = self._part_mappers(output_keys) if v2 else (None, None)
-        async for ns, mode, payload in self._adrive(loop, chunks):
-            if (ns != own and not subgraphs) or mode not in modes:
-                continue
-            if v2:
-                yield format_part(ns, mode, payload, *(mappers if ns == own else ()))
-            else:
-                yield format_chunk(
-                    ns, mode, payload, single_mode=single, subgraphs=subgraphs
-                )
-
-    def _adrive(
-        self, loop: PregelLoop, chunks: asyncio.Queue[Any] | None
-    ) -> AsyncIterator[StreamChunk]:
-        steps = aheld_steps(loop, self._adrive_steps(loop, chunks))
-        tracing = tracing_of(loop)
-        return steps if tracing is None else tracing.atraced(steps)
-
-    async def _adrive_steps(
-        self, loop: PregelLoop, chunks: asyncio.Queue[Any] | None
-    ) -> AsyncIterator[StreamChunk]:
-        saved, head = await self._aload(loop)
-        saved = await awith_delta_values(self.channels, saved, loop.checkpointer)
-        persistence = loop.persistence
-        try:
-            loop.start(saved, head)
-            if loop.lifecycle is not None:
-                await areport_resume(loop)
-            if chunks is not None:
-                for item in _adrain(chunks):
-                    yield item
-            while loop.tick():
-                if keys := loop.cache_probe():
-                    loop.apply_cache_hits(await loop.cache.aget(keys))
-                async for item in arun_step(loop, chunks):
-                    yield item
-                if loop.status == "interrupted":
-                    break
-                if loop.cache is not None and (updates := loop.cache_updates()):
-                    await loop.cache.aset(updates)
-                loop.after_tick()
-                if chunks is not None:
-                    for item in _adrain(chunks):
-                        yield item
-                if loop.status == "interrupt_after":
-                    break
-                if isinstance(persistence, AsyncPersistence) and (
-                    loop.durability == "sync" or persistence.needs_backpressure
-                ):
-                    await persistence.aflush()
-            loop.finish()
-            if isinstance(persistence, AsyncPersistence):
-                await persistence.aflush()
-        except BaseException:
-            if isinstance(persistence, AsyncPersistence):
-                with contextlib.suppress(BaseException):
-                    await persistence.aflush()
-            raise
-        if chunks is not None:
-            for item in _adrain(chunks):
-                yield item
-        if loop.lifecycle is not None:
-            await areport_pause(loop)
-        for item in self._closing_chunks(
-            loop, (lambda: _adrain(chunks)) if chunks is not None else _nothing
-        ):
-            yield item
+        async for chunk in adrive(self, loop, chunks):
+            if (part := shape(chunk)) is not _SKIP:
+                yield part
 
     def stream_events(
         self,
@@ -1208,7 +931,7 @@ class Pregel:
             >>> run.output
         """
         if version == "v3":
-            options = _v3_options(
+            options = v3_options(
                 kwargs,
                 context,
                 interrupt_before,
@@ -1218,8 +941,9 @@ class Pregel:
                 subgraphs,
             )
             return start_run_stream(self, input, config, transformers, options)
-        control = _events_options(version, kwargs)
-        return self._typed_events(
+        control = events_options(version, kwargs)
+        return typed_events(
+            self,
             input,
             config,
             context=context,
@@ -1230,56 +954,6 @@ class Pregel:
             subgraphs=subgraphs,
             control=control,
         )
-
-    def _typed_events(
-        self,
-        input: Any,
-        config: RunnableConfig | None,
-        *,
-        context: Any,
-        interrupt_before: All | Sequence[str] | None,
-        interrupt_after: All | Sequence[str] | None,
-        durability: Durability | None,
-        stream_mode: StreamMode | Sequence[StreamMode] | None,
-        subgraphs: bool,
-        control: RunControl | None,
-    ) -> Iterator[ev.RunEvent]:
-        modes, parts = _event_modes(stream_mode)
-        chunks: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        loop = self._make_loop(
-            input,
-            config,
-            context=context,
-            modes=modes,
-            sink=_forwarding(chunks.put, _parent_sink(current_scope(), config)),
-            output_keys=None,
-            interrupt_before=interrupt_before,
-            interrupt_after=interrupt_after,
-            durability=durability,
-            is_async=False,
-            control=control,
-        )
-        try:
-            if not parts:
-                for ns, mode, payload in self._drive(loop, chunks, True):
-                    event = _as_event(ns, mode, payload)
-                    if event is not None:
-                        yield event
-            else:
-                for ns, mode, payload in self._drive(loop, chunks, True):
-                    if mode in parts and (subgraphs or not ns):
-                        yield ev.StreamPart(ns, mode, payload)
-                    event = _as_event(ns, mode, payload)
-                    if event is not None:
-                        yield event
-        except GeneratorExit:
-            raise  # the consumer stopped listening: nothing more to say
-        except BaseException as exc:
-            yield ev.RunFinished(
-                loop.ns, "error", f"{type(exc).__name__}: {exc}", time.time()
-            )
-            raise
-        yield ev.RunFinished(loop.ns, _final_status(loop), None, time.time())
 
     def astream_events(
         self,
@@ -1300,7 +974,7 @@ class Pregel:
         ``await`` it with ``version="v3"`` for an
         :class:`~engine.stream.AsyncGraphRunStream`."""
         if version == "v3":
-            options = _v3_options(
+            options = v3_options(
                 kwargs,
                 context,
                 interrupt_before,
@@ -1310,8 +984,9 @@ class Pregel:
                 subgraphs,
             )
             return astart_run_stream(self, input, config, transformers, options)
-        control = _events_options(version, kwargs)
-        return self._atyped_events(
+        control = events_options(version, kwargs)
+        return atyped_events(
+            self,
             input,
             config,
             context=context,
@@ -1322,51 +997,6 @@ class Pregel:
             subgraphs=subgraphs,
             control=control,
         )
-
-    async def _atyped_events(
-        self,
-        input: Any,
-        config: RunnableConfig | None,
-        *,
-        context: Any,
-        interrupt_before: All | Sequence[str] | None,
-        interrupt_after: All | Sequence[str] | None,
-        durability: Durability | None,
-        stream_mode: StreamMode | Sequence[StreamMode] | None,
-        subgraphs: bool,
-        control: RunControl | None,
-    ) -> AsyncIterator[ev.RunEvent]:
-        modes, parts = _event_modes(stream_mode)
-        chunks: asyncio.Queue[Any] = asyncio.Queue()
-        sink = _async_sink(chunks)
-        loop = self._make_loop(
-            input,
-            config,
-            context=context,
-            modes=modes,
-            sink=_forwarding(sink, _parent_sink(current_scope(), config)),
-            output_keys=None,
-            interrupt_before=interrupt_before,
-            interrupt_after=interrupt_after,
-            durability=durability,
-            is_async=True,
-            control=control,
-        )
-        try:
-            async for ns, mode, payload in self._adrive(loop, chunks):
-                if parts and mode in parts and (subgraphs or not ns):
-                    yield ev.StreamPart(ns, mode, payload)
-                event = _as_event(ns, mode, payload)
-                if event is not None:
-                    yield event
-        except GeneratorExit:
-            raise  # the consumer stopped listening: nothing more to say
-        except BaseException as exc:
-            yield ev.RunFinished(
-                loop.ns, "error", f"{type(exc).__name__}: {exc}", time.time()
-            )
-            raise
-        yield ev.RunFinished(loop.ns, _final_status(loop), None, time.time())
 
     def batch(
         self,
@@ -1414,8 +1044,6 @@ class Pregel:
         self, config: RunnableConfig, *, subgraphs: bool = False
     ) -> StateSnapshot:
         """The thread's state at the addressed (or latest) checkpoint."""
-        from engine.pregel import _state  # noqa: PLC0415 - keeps import graph small
-
         if (target := subgraph_for_config(self, config)) is not None:
             return target[0].get_state(target[1], subgraphs=subgraphs)
         return _state.get_state(self, config, subgraphs=subgraphs)
@@ -1423,8 +1051,6 @@ class Pregel:
     async def aget_state(
         self, config: RunnableConfig, *, subgraphs: bool = False
     ) -> StateSnapshot:
-        from engine.pregel import _state  # noqa: PLC0415
-
         if (target := subgraph_for_config(self, config)) is not None:
             return await target[0].aget_state(target[1], subgraphs=subgraphs)
         return await _state.aget_state(self, config, subgraphs=subgraphs)
@@ -1438,8 +1064,6 @@ class Pregel:
         limit: int | None = None,
     ) -> Iterator[StateSnapshot]:
         """Snapshots of the thread's checkpoints, newest first."""
-        from engine.pregel import _state  # noqa: PLC0415
-
         if (target := subgraph_for_config(self, config)) is not None:
             return target[0].get_state_history(
                 target[1], filter=filter, before=before, limit=limit
@@ -1456,8 +1080,6 @@ class Pregel:
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[StateSnapshot]:
-        from engine.pregel import _state  # noqa: PLC0415
-
         if (target := subgraph_for_config(self, config)) is not None:
             async for snapshot in target[0].aget_state_history(
                 target[1], filter=filter, before=before, limit=limit
@@ -1486,8 +1108,6 @@ class Pregel:
         tasks: a fork point), and ``values`` may then list ``(values, as_node)``
         updates to apply to the copy.
         """
-        from engine.pregel import _state  # noqa: PLC0415
-
         if (target := subgraph_for_config(self, config)) is not None:
             return target[0].update_state(target[1], values, as_node, task_id)
         return _state.update_state(
@@ -1501,8 +1121,6 @@ class Pregel:
         as_node: str | None = None,
         task_id: str | None = None,
     ) -> RunnableConfig:
-        from engine.pregel import _state  # noqa: PLC0415
-
         if (target := subgraph_for_config(self, config)) is not None:
             return await target[0].aupdate_state(target[1], values, as_node, task_id)
         return await _state.aupdate_state(
@@ -1529,8 +1147,6 @@ class Pregel:
             ValueError: no super-steps, or an empty one.
             InvalidUpdateError: an update the graph cannot apply.
         """
-        from engine.pregel import _state  # noqa: PLC0415
-
         if (target := subgraph_for_config(self, config)) is not None:
             return target[0].bulk_update_state(target[1], supersteps)
         return _state.bulk_update_state(self, config, supersteps)
@@ -1541,8 +1157,6 @@ class Pregel:
         supersteps: Sequence[Sequence[StateUpdate]],
     ) -> RunnableConfig:
         """Async twin of :meth:`bulk_update_state`."""
-        from engine.pregel import _state  # noqa: PLC0415
-
         if (target := subgraph_for_config(self, config)) is not None:
             return await target[0].abulk_update_state(target[1], supersteps)
         return await _state.abulk_update_state(self, config, supersteps)
@@ -1553,8 +1167,6 @@ class Pregel:
         self, config: RunnableConfig | None = None, *, xray: int | bool = False
     ) -> Any:
         """Drawing data: nodes and edges (conditional ones marked)."""
-        from engine.pregel._draw import draw_graph  # noqa: PLC0415
-
         return draw_graph(self, xray=xray)
 
     async def aget_graph(
@@ -1607,8 +1219,6 @@ def _deprecated_config_type(
         raise TypeError(f"Pregel() got unexpected keyword arguments: {unknown}")
     if "config_type" not in deprecated_kwargs:
         return context_schema
-    from engine.warnings import LangGraphDeprecatedSinceV10  # noqa: PLC0415
-
     warnings.warn(
         LangGraphDeprecatedSinceV10(
             "`config_type` is deprecated and will be removed. "
@@ -1618,30 +1228,6 @@ def _deprecated_config_type(
     )
     config_type: type[Any] | None = deprecated_kwargs["config_type"]
     return context_schema if context_schema is not None else config_type
-
-
-def _modes(
-    stream_mode: StreamMode | Sequence[StreamMode],
-) -> tuple[frozenset[str], bool]:
-    if isinstance(stream_mode, str):
-        modes = frozenset((stream_mode,))
-        single = True
-    else:
-        modes = frozenset(stream_mode)
-        single = False
-    unknown = modes - {
-        "values",
-        "updates",
-        "checkpoints",
-        "tasks",
-        "debug",
-        "messages",
-        "custom",
-        "tools",  # tool call events (engine.prebuilt._tool_events), as LangGraph
-    }
-    if unknown:
-        raise ValueError(f"Unknown stream_mode {sorted(unknown)}")
-    return modes, single
 
 
 def _key_set(keys: str | Sequence[str]) -> str | frozenset[str]:
@@ -1676,8 +1262,6 @@ def _last_values(loop: PregelLoop, items: Iterator[StreamChunk]) -> Any:
 
 
 def _deprecated(method: str) -> None:
-    from engine.warnings import LangGraphDeprecatedSinceV10  # noqa: PLC0415
-
     warnings.warn(
         LangGraphDeprecatedSinceV10(
             f"`{method}` is deprecated. Use `get_context_jsonschema` instead."
@@ -1688,102 +1272,6 @@ def _deprecated(method: str) -> None:
 
 def _is_v2(version: str) -> bool:
     return version == "v2"  # anything else is v1, as in LangGraph
-
-
-_EVENT_MODES = frozenset({"events", "custom"})
-_NO_PARTS: frozenset[str] = frozenset()
-
-
-def _events_options(version: str, kwargs: dict[str, Any]) -> RunControl | None:
-    """Check ``stream_events``' version and extra options; returns ``control``."""
-    if version not in ("v1", "v2"):
-        raise ValueError(f"Unknown stream_events version {version!r}")
-    control = kwargs.pop("control", None)
-    if kwargs:
-        raise TypeError(
-            f"stream_events() got unexpected keyword arguments: {sorted(kwargs)}"
-        )
-    return control  # type: ignore[no-any-return]
-
-
-def _v3_options(
-    kwargs: dict[str, Any],
-    context: Any,
-    interrupt_before: All | Sequence[str] | None,
-    interrupt_after: All | Sequence[str] | None,
-    durability: Durability | None,
-    stream_mode: StreamMode | Sequence[StreamMode] | None,
-    subgraphs: bool,
-) -> dict[str, Any]:
-    """``stream()`` options of a v3 run; ``stream_mode``/``subgraphs`` are passed on
-    only when given, so that the v3 starter refuses them."""
-    options: dict[str, Any] = {
-        **kwargs,
-        "context": context,
-        "interrupt_before": interrupt_before,
-        "interrupt_after": interrupt_after,
-        "durability": durability,
-    }
-    if stream_mode is not None:
-        options["stream_mode"] = stream_mode
-    if subgraphs:
-        options["subgraphs"] = subgraphs
-    return options
-
-
-def _event_modes(
-    stream_mode: StreamMode | Sequence[StreamMode] | None,
-) -> tuple[frozenset[str], frozenset[str]]:
-    """The loop's modes for ``stream_events`` and the modes yielded as StreamParts."""
-    if stream_mode is None:
-        return _EVENT_MODES, _NO_PARTS
-    parts, _ = _modes(stream_mode)
-    return _EVENT_MODES | parts, parts
-
-
-def _as_event(ns: tuple[str, ...], mode: str, payload: Any) -> Any:
-    if mode == "events":
-        return payload
-    if mode == "custom":
-        return ev.Custom(ns, payload)
-    return None
-
-
-def _final_status(loop: PregelLoop) -> Literal["done", "interrupted"]:
-    if loop.status in ("interrupted", "interrupt_before", "interrupt_after"):
-        return "interrupted"
-    return "done"
-
-
-def _async_sink(chunks: asyncio.Queue[Any]) -> Callable[[StreamChunk], None]:
-    """A sink usable from the event loop's thread and from worker threads."""
-    event_loop = asyncio.get_running_loop()
-    owner = threading.get_ident()
-
-    def sink(item: StreamChunk) -> None:
-        if threading.get_ident() == owner:
-            chunks.put_nowait(item)
-        else:
-            event_loop.call_soon_threadsafe(chunks.put_nowait, item)
-
-    return sink
-
-
-def _forwarding(
-    own: Callable[[StreamChunk], None],
-    parent: tuple[Callable[[StreamChunk], None], frozenset[str]] | None,
-) -> Callable[[StreamChunk], None]:
-    """A nested stream's sink: its own queue, and the parent run's stream too."""
-    if parent is None:
-        return own
-    parent_sink, parent_modes = parent
-
-    def both(chunk: StreamChunk) -> None:
-        own(chunk)
-        if chunk[1] in parent_modes:
-            parent_sink(chunk)
-
-    return both
 
 
 def _child_ns(parent: TaskScope, checkpointer: Any) -> str:
@@ -1800,65 +1288,6 @@ def _child_ns(parent: TaskScope, checkpointer: Any) -> str:
     return ns
 
 
-def _nothing() -> Iterator[StreamChunk]:
-    return iter(())
-
-
-def _drain(chunks: queue.SimpleQueue[Any]) -> Iterator[StreamChunk]:
-    while True:
-        try:
-            yield chunks.get_nowait()
-        except queue.Empty:
-            return
-
-
-def _adrain(chunks: asyncio.Queue[Any]) -> Iterator[StreamChunk]:
-    while not chunks.empty():
-        yield chunks.get_nowait()
-
-
-def _flush_quietly(loop: PregelLoop) -> None:
-    persistence = loop.persistence
-    if isinstance(persistence, SyncPersistence):
-        with contextlib.suppress(BaseException):
-            persistence.flush()
-
-
-def _address_root(conf: dict[str, Any]) -> None:
-    """A root run given a subgraph's checkpoint config (from its snapshot) runs the
-    graph from the root checkpoint that subgraph checkpoint was taken under
-    (``checkpoint_map[""]``), or from the latest one, as in LangGraph."""
-    conf[CONFIG_KEY_CHECKPOINT_NS] = ""
-    root = (conf.get(CONFIG_KEY_CHECKPOINT_MAP) or {}).get("")
-    if root:
-        conf[CONFIG_KEY_CHECKPOINT_ID] = root
-    else:
-        conf.pop(CONFIG_KEY_CHECKPOINT_ID, None)
-
-
-def _replaying(config: RunnableConfig) -> ReplayBound | None:
-    """The parent's replay, when this subgraph run is its first in the replay:
-    it then starts from its checkpoint before the replayed one, as a new run."""
-    conf = config.get(CONF, {})
-    replay = conf.get(CONFIG_KEY_REPLAY)
-    if replay is None or conf.get(CONFIG_KEY_CHECKPOINT_ID):
-        return None
-    if not replay.first_visit(conf.get(CONFIG_KEY_CHECKPOINT_NS, "")):
-        return None
-    conf.pop(CONFIG_KEY_RESUMING, None)  # the input starts it, it does not resume
-    return replay  # type: ignore[no-any-return]
-
-
-def _parent_sink(
-    parent: TaskScope | None, config: RunnableConfig | None = None
-) -> tuple[Callable[[StreamChunk], None], frozenset[str]] | None:
-    """A nested run forwards its chunks to the parent run's stream (namespaced);
-    a graph run on its own thread from inside a task does not nest."""
-    if parent is None or addresses_own_thread(config):
-        return None
-    return parent.stream_sink
-
-
 def _configs_for(
     inputs: Sequence[Any], config: RunnableConfig | Sequence[RunnableConfig] | None
 ) -> list[RunnableConfig | None]:
@@ -1868,51 +1297,6 @@ def _configs_for(
     if len(configs) != len(inputs):
         raise ValueError("batch() got a different number of configs and inputs")
     return configs  # type: ignore[return-value]
-
-
-def _coerce_context(schema: type[Any], context: Any) -> Any:
-    if isinstance(context, schema):
-        return context
-    if isinstance(context, Mapping) and hasattr(schema, "model_validate"):
-        return schema.model_validate(context)
-    if isinstance(context, Mapping):
-        try:
-            return schema(**context)
-        except TypeError:
-            return context
-    return context
-
-
-def _without_checkpoint_id(config: RunnableConfig) -> RunnableConfig:
-    conf = {
-        k: v for k, v in config.get(CONF, {}).items() if k != CONFIG_KEY_CHECKPOINT_ID
-    }
-    return {**config, CONF: conf}
-
-
-def _head_id(
-    saver: BaseCheckpointSaver, config: RunnableConfig, saved: CheckpointTuple | None
-) -> str | None:
-    if saved is None:
-        return None
-    if not config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID):
-        return saved.checkpoint["id"]
-    latest = saver.get_tuple(_without_checkpoint_id(config))
-    return latest.checkpoint["id"] if latest is not None else None
-
-
-def _check_found(config: RunnableConfig, saved: CheckpointTuple | None) -> None:
-    checkpoint_id = config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID)
-    if checkpoint_id and saved is None:
-        from engine.errors import CheckpointNotFoundError  # noqa: PLC0415
-
-        raise CheckpointNotFoundError(
-            error_message(
-                f"Checkpoint {checkpoint_id!r} does not exist on thread "
-                f"{config.get(CONF, {}).get(CONFIG_KEY_THREAD_ID)!r}",
-                ErrorCode.CHECKPOINT_NOT_FOUND,
-            )
-        )
 
 
 _unused = (INTERRUPT, NO_WRITES)

@@ -24,7 +24,7 @@
  *     (data-stream-id), or when its run ended (the checkpoint is the truth);
  *   - the Activity list is newest first: each event arrives at its top, and a checkpoint
  *     event that arrived late (saved in the background while the next step ran) moves
- *     back to the end of its own step, as studio.services.live.in_run_order orders the
+ *     back to the end of its own step, as studio.services.activity.in_run_order orders the
  *     page; a reader scrolled down to older events keeps their place.
  *
  * Keyboard. On the timeline, j / k (anywhere but a form field) and ArrowDown / ArrowUp
@@ -222,7 +222,7 @@
   /* A new event at the top of the list (newest first): say which step it belongs to (its
      own, or that of the event before it in its run), and move a root checkpoint event
      that arrived late below the events of its run that belong to later steps, as the
-     server orders the list (studio.services.live.in_run_order). */
+     server orders the list (studio.services.activity.in_run_order). */
   function placeNewEvent(item) {
     var run = item.getAttribute("data-run");
     var kind = item.getAttribute("data-kind");

@@ -18,8 +18,8 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 
-from studio.api import tokens
 from studio.api.errors import CsrfFailed, NotAuthenticated
+from studio.services import api_tokens
 
 __all__ = ("authenticate", "token_from")
 
@@ -67,7 +67,7 @@ def authenticate(request: HttpRequest) -> Any:
     """
     secret = token_from(request)
     if secret is not None:
-        user = tokens.user_for(secret)
+        user = api_tokens.user_for(secret)
         if user is None:
             raise NotAuthenticated(BAD_TOKEN)
         return user
@@ -94,6 +94,6 @@ def _no_response(
 def _enforce_csrf(request: HttpRequest) -> None:
     check = _CsrfCheck(_no_response)
     check.process_request(request)  # reads the CSRF cookie, as the middleware did
-    reason = check.process_view(request, None, (), {})
+    reason = check.process_view(request, _no_response, (), {})
     if reason:
         raise CsrfFailed(f"CSRF check failed: {reason}")

@@ -13,7 +13,7 @@ from functools import wraps
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 
 from studio import json_input
@@ -26,7 +26,7 @@ __all__ = ("DEFAULT_MAX_BODY_BYTES", "api_view", "max_body_bytes", "read_json_ob
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 """``STUDIO_API_MAX_BODY_BYTES`` when the setting is absent: 1 MiB."""
 
-ApiView = Callable[..., HttpResponse]
+ApiView = Callable[..., HttpResponseBase]
 
 
 def api_view(*methods: str) -> Callable[[ApiView], ApiView]:
@@ -46,7 +46,9 @@ def api_view(*methods: str) -> Callable[[ApiView], ApiView]:
 
     def decorate(view: ApiView) -> ApiView:
         @wraps(view)
-        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        def wrapper(
+            request: HttpRequest, *args: Any, **kwargs: Any
+        ) -> HttpResponseBase:
             try:
                 if request.method not in allowed:
                     raise MethodNotAllowed(str(request.method), allowed)

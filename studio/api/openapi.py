@@ -25,8 +25,11 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from pydantic import BaseModel, TypeAdapter
 
-from studio.api import schemas
+from studio.api import assistants, reviews, runs, schemas, threads
 from studio.api.routes import TABLE, Route
+
+_RESOURCES = (assistants, reviews, runs, threads)
+"""Imported for their routes: each registers its operations on import."""
 
 __all__ = ("ERROR_STATUSES", "api_docs", "document", "openapi_json")
 
@@ -81,8 +84,6 @@ def document() -> dict[str, Any]:
     Raises:
         ValueError: two different schemas share a name (a bug in the models).
     """
-    import studio.api.urls  # noqa: F401, PLC0415 - every resource registers on import
-
     version = TABLE.version
     with _lock:
         if version not in _cache:

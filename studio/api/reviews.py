@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from studio.api import schemas
 from studio.api.http import api_view, read_json_object
-from studio.reviews.decisions import decide
+from studio.api.routes import Route, register
+from studio.reviews.decisions import DecisionForm, decide
 
-__all__ = ("review_decision",)
+__all__ = ("review_decision", "urlpatterns")
 
 
 @api_view("POST")
@@ -26,3 +28,23 @@ def review_decision(request: HttpRequest, thread_id: str) -> HttpResponse:
     body = read_json_object(request)
     outcome = decide(request.user, thread_id, body, strings=False)
     return JsonResponse(outcome.as_json(), status=200 if outcome.duplicate else 201)
+
+
+urlpatterns = register(
+    Route(
+        "POST",
+        "/reviews/{thread_id}/decision",
+        review_decision,
+        name="review-decision",
+        summary="Decide a governed review (approve or reject)",
+        tag="reviews",
+        body=DecisionForm,
+        response=schemas.DecisionOutcome,
+        status=201,
+        statuses={200: "The same decision_id again: the first outcome."},
+        errors=(401, 403, 404, 409, 422),
+        description="The JSON twin of the reviewer console's form. The "
+        "reviewer is the token's or session's user (a sent reviewer is 422).",
+        raw=True,
+    )
+)

@@ -52,14 +52,18 @@ def main(argv: list[str] | None = None) -> int:
         f"purchase {request_id}: waiting for review — {waiting.get('what_will_happen')}"
     )
     state = client.threads.get_state(thread["thread_id"])
+    values = state["values"]
     print(
         "state: next =",
         state["next"],
         "| checks passed:",
-        state["values"].get("budget_ok"),
+        values.get("budget_ok") if isinstance(values, dict) else None,
     )
     history = client.threads.get_history(thread["thread_id"])
-    print("history:", " <- ".join(f"step {h['metadata']['step']}" for h in history))
+    print(
+        "history:",
+        " <- ".join(f"step {(h['metadata'] or {})['step']}" for h in history),
+    )
     print(
         f"decide it at {args.url.rstrip('/')}/reviews/{thread['thread_id']}/ as a reviewer"
     )

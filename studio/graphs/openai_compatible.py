@@ -137,7 +137,7 @@ class OpenAICompatibleChatModel:
         after = _retry_after(response) if response is not None else None
         if after is not None:
             return min(after, self.max_backoff)
-        ceiling = min(self.max_backoff, self.backoff * (2**attempt))
+        ceiling: float = min(self.max_backoff, self.backoff * (2**attempt))
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
     # -- sync ------------------------------------------------------------------------
@@ -375,7 +375,8 @@ def _answer(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _is_json(response: httpx.Response) -> bool:
-    return response.headers.get("content-type", "").startswith("application/json")
+    content_type: str = response.headers.get("content-type", "")
+    return content_type.startswith("application/json")
 
 
 def _as_chunks(answer: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -33,7 +33,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from engine.agents import create_agent
-from engine.agents.middleware import HumanInTheLoopMiddleware, ModelCallLimitMiddleware
+from engine.agents.middleware import (
+    HumanInTheLoopMiddleware,
+    InterruptOnConfig,
+    ModelCallLimitMiddleware,
+)
 from engine.graph.message import message_as_dict
 from engine.prebuilt import ScriptedChatModel, ToolRuntime
 from studio.reviews.governance import Governance
@@ -116,7 +120,9 @@ def ledger_sender(email: dict[str, Any]) -> dict[str, Any]:
 
 
 def make_send_email(sender: Sender) -> Callable[..., str]:
-    def send_email(to: str, subject: str, body: str, runtime: ToolRuntime) -> str:
+    def send_email(
+        to: str, subject: str, body: str, runtime: ToolRuntime[Any, Any]
+    ) -> str:
         """Send an email (the thread's owner approves it first)."""
         configurable = (runtime.config or {}).get("configurable", {})
         receipt = sender(
@@ -242,9 +248,16 @@ def scripted_model(*, token_delay: float = TOKEN_DELAY) -> ScriptedChatModel:
 # -- the graph --------------------------------------------------------------------------
 
 
-def _describe(call: dict[str, Any], state: Any, runtime: Any) -> str:
-    args = call.get("args") or {}
+def _describe(tool_call: dict[str, Any], state: Any, runtime: Any) -> str:
+    args = tool_call.get("args") or {}
     return f"Send an email to {args.get('to')}: {args.get('subject')!r}"
+
+
+_EMAIL_REVIEW: InterruptOnConfig = {
+    "allowed_decisions": ["approve", "reject"],
+    "description": _describe,
+}
+"""How ``send_email`` calls are put to the thread's owner before they run."""
 
 
 def build(
@@ -265,14 +278,7 @@ def build(
             ModelCallLimitMiddleware(
                 run_limit=MODEL_CALLS_PER_RUN, exit_behavior="end"
             ),
-            HumanInTheLoopMiddleware(
-                {
-                    "send_email": {
-                        "allowed_decisions": ["approve", "reject"],
-                        "description": _describe,
-                    }
-                }
-            ),
+            HumanInTheLoopMiddleware({"send_email": _EMAIL_REVIEW}),
         ],
         checkpointer=checkpointer,
         name="tool_agent",
@@ -288,7 +294,9 @@ def shown_calls(payload: dict[str, Any], values: Mapping[str, Any]) -> dict[str,
     which the decision binds and ``send_email`` checks."""
     requests = [a for a in payload.get("action_requests") or [] if isinstance(a, dict)]
     messages = [message_as_dict(m) for m in values.get("messages") or []]
-    last = next((m for m in reversed(messages) if m.get("role") == "assistant"), {})
+    last: dict[str, Any] = next(
+        (m for m in reversed(messages) if m.get("role") == "assistant"), {}
+    )
     calls = list(last.get("tool_calls") or [])
     bound: list[dict[str, Any]] = []
     for request in requests:

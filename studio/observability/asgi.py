@@ -19,7 +19,8 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-App = Callable[[Scope, Receive, Send], Awaitable[None]]
+App = Callable[..., Awaitable[None]]
+"""Any ASGI app (Django's and Channels' type their scope and messages differently)."""
 
 
 def _opens(kind: str, message: Message) -> bool:

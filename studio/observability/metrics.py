@@ -22,11 +22,10 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
-from django.utils import timezone
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -36,7 +35,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 from prometheus_client.registry import Collector
 
@@ -142,31 +141,16 @@ class CountingSerializer:
         return getattr(self._inner, name)
 
 
-class _QueueCollector(Collector):
-    """Gauges read from the database at scrape time."""
+_SCRAPE_TIME: list[Collector] = []
+"""Collectors read at each scrape, added by :func:`add_scrape_collector` (the queue
+gauges: ``studio.observability.queue_gauges``, added when the app is ready). This
+module imports no service, so services may count into its instruments."""
 
-    def collect(self) -> Iterator[Metric]:
-        from studio.reviews.queue import waiting_totals  # noqa: PLC0415 - apps ready
-        from studio.services.runs import active_counts  # noqa: PLC0415
 
-        runs = GaugeMetricFamily(
-            "studio_runs", "Runs pending or running now.", labels=["graph", "status"]
-        )
-        for graph, status, count in active_counts():
-            runs.add_metric([graph, status], count)
-        yield runs
-        waiting, oldest = waiting_totals()
-        yield GaugeMetricFamily(
-            "studio_reviews_waiting",
-            "Interrupts waiting for a reviewer's decision.",
-            value=waiting,
-        )
-        age = (timezone.now() - oldest).total_seconds() if oldest else 0.0
-        yield GaugeMetricFamily(
-            "studio_reviews_oldest_wait_seconds",
-            "How long the oldest waiting review has waited (0 when none).",
-            value=age,
-        )
+def add_scrape_collector(collector: Collector) -> None:
+    """Read ``collector`` at every scrape (once per collector class)."""
+    if not any(type(c) is type(collector) for c in _SCRAPE_TIME):
+        _SCRAPE_TIME.append(collector)
 
 
 class _ThisProcess(Collector):
@@ -181,7 +165,8 @@ def exposition() -> bytes:
         MultiProcessCollector(registry)
     else:
         registry.register(_ThisProcess())
-    registry.register(_QueueCollector())
+    for collector in _SCRAPE_TIME:
+        registry.register(collector)
     return generate_latest(registry)
 
 

@@ -8,6 +8,8 @@ is rendered by ``StudioErrorMiddleware``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -39,7 +41,8 @@ def purchase_new(request: HttpRequest) -> HttpResponse:
     if not form.is_valid:
         return _form_page(request, form, status=422)
     run = services.new_request(request.user, form)
-    request_id = run.input["request_id"]
+    inputs: dict[str, Any] = run.input or {}
+    request_id = inputs["request_id"]
     messages.success(
         request, f"Request {request_id} was submitted. Its checks run now."
     )
@@ -57,7 +60,8 @@ def purchase_change(request: HttpRequest, thread_id: str) -> HttpResponse:
     if not form.is_valid:
         return _form_page(request, form, target=target, status=422)
     run = services.change_request(request.user, thread_id, form)
-    version = run.input["approval_version"]
+    inputs: dict[str, Any] = run.input or {}
+    version = inputs["approval_version"]
     messages.success(
         request,
         f"Request {target.request_id} version {version} was submitted. "

@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.core.paginator import Page, Paginator
 from django.db.models import Q, QuerySet
@@ -89,7 +89,8 @@ def record_refusal(
 
 
 def _jsonable(detail: dict[str, Any]) -> dict[str, Any]:
-    return json.loads(json.dumps(detail, default=str))
+    plain: dict[str, Any] = json.loads(json.dumps(detail, default=str))
+    return plain
 
 
 # -- reading --------------------------------------------------------------------------
@@ -216,8 +217,9 @@ def audit_page(
     """Newest first, ``per_page`` rows a page."""
     paginator = Paginator(_entries(filters), per_page)
     result = paginator.get_page(page)
-    result.object_list = [AuditRow.of(e) for e in result.object_list]
-    return result
+    rows = cast("Page[AuditRow]", result)  # the same page, its entries as rows
+    rows.object_list = [AuditRow.of(e) for e in result.object_list]
+    return rows
 
 
 def csv_rows(filters: AuditFilters) -> Iterator[str]:

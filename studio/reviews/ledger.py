@@ -60,21 +60,23 @@ def approval_problems(order: dict[str, Any]) -> list[str]:
     problems: list[str] = []
     approvers: list[int] = []
     for level in range(1, needed + 1):
-        row = next(
+        approval = next(
             (r for r in rows if r.level == level and r.action == "approve"), None
         )
-        if row is None:
+        if approval is None:
             problems.append(
                 f"no level-{level} approval of {rid} v{version} is in the ledger"
             )
             continue
-        who = row.reviewer
-        if row.amount_minor != order["amount_minor"]:
+        who = approval.reviewer
+        if approval.amount_minor != order["amount_minor"]:
             problems.append(
-                f"level {level} approved {_money(row.amount_minor)}, not "
+                f"level {level} approved {_money(approval.amount_minor)}, not "
                 f"{_money(order['amount_minor'])}"
             )
-        changed = [k for k in SEEN_FIELDS if (row.seen or {}).get(k) != order.get(k)]
+        changed = [
+            k for k in SEEN_FIELDS if (approval.seen or {}).get(k) != order.get(k)
+        ]
         if changed:
             problems.append(
                 f"{', '.join(changed)} changed since level {level} was approved"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
@@ -60,7 +60,7 @@ def _thread_page(thread_id: str) -> str:
 
 @login_required
 @require_GET
-def audit_log(request: HtmxHttpRequest) -> HttpResponse:
+def audit_log(request: HtmxHttpRequest) -> HttpResponseBase:
     console.require_auditor(request.user)
     filters = AuditFilters.parse(request.GET)
     if request.GET.get("format") == "csv":

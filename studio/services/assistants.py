@@ -32,7 +32,7 @@ from studio.errors import (
     InvalidInput,
     NotFound,
 )
-from studio.services.api_json import contains, iso
+from studio.presentation.api_json import contains, iso
 
 __all__ = (
     "ASSISTANT_NAMESPACE",

@@ -18,6 +18,7 @@ from typing import Any
 from engine.checkpoint.base import CheckpointTuple
 from engine.constants import START
 from studio.errors import NotFound
+from studio.presentation.diff import MISSING, summarize
 from studio.presenters import BlameEntry, BlameView
 from studio.services.access import visible_thread
 from studio.services.checkpoints import (
@@ -27,7 +28,6 @@ from studio.services.checkpoints import (
     timestamp,
     writers,
 )
-from studio.services.diff import MISSING, summarize
 from studio.services.fork_tree import edit_values
 
 __all__ = ("MAX_ENTRIES", "MAX_SCAN", "blame")

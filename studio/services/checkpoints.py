@@ -19,15 +19,16 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from engine._internal._constants import ERROR, INTERRUPT, RESUME, START
 from engine.checkpoint.base import CheckpointTuple
+from engine.checkpoint.serde.types import ERROR, INTERRUPT, RESUME
+from engine.constants import START
 from engine.graph.message import add_messages
 from engine.types import StateSnapshot
 from studio.errors import CheckpointNotFound, NotFound
 from studio.models import Thread
-from studio.services.checkpointer import get_saver
-from studio.services.diff import Kind
+from studio.presentation.diff import Kind
 from studio.services.graphs import runnable
+from studio.services.saver import get_saver
 
 __all__ = (
     "ThreadHistory",

@@ -2,7 +2,7 @@
 
 Either checkpoint can be on any branch of the thread (e.g. the heads of two
 forks). Each state key is compared as plain data; a key that differs also gets
-its reducer-aware changes with paths (``studio.services.diff``).
+its reducer-aware changes with paths (``studio.presentation.diff``).
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import Any
 
 from studio.errors import InvalidInput
 from studio.models import Thread
+from studio.presentation.diff import MISSING, diff_values, plain, summarize
 from studio.presenters import CompareRow, CompareView, present_changes, short_id
 from studio.services import fork_tree
 from studio.services.access import visible_thread
 from studio.services.checkpoints import ThreadHistory
-from studio.services.diff import MISSING, diff_values, plain, summarize
 
 __all__ = ("compare",)
 

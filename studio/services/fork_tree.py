@@ -24,7 +24,7 @@ checkpoint, the branches for its switcher). :func:`grow` is pure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -243,7 +243,7 @@ def read(thread: Thread) -> ForkTree | None:
     return grow([*_run_segments(thread, runs), *_edit_segments(edits)])
 
 
-def _run_segments(thread: Thread, runs: Sequence[dict[str, Any]]) -> list[Segment]:
+def _run_segments(thread: Thread, runs: Sequence[Mapping[str, Any]]) -> list[Segment]:
     bounds = (
         RunEvent.objects.filter(thread=thread, kind="checkpoint", payload__ns=[])
         .values("run_id")
@@ -276,7 +276,7 @@ def _run_segments(thread: Thread, runs: Sequence[dict[str, Any]]) -> list[Segmen
     return segments
 
 
-def _edit_segments(edits: Sequence[dict[str, Any]]) -> list[Segment]:
+def _edit_segments(edits: Sequence[Mapping[str, Any]]) -> list[Segment]:
     segments = []
     for edit in edits:
         detail = edit["detail"] or {}

@@ -26,18 +26,15 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import Protocol, cast
 
 import graphviz
 from django.utils.safestring import SafeString, mark_safe
 
 from engine.constants import END, START
 from studio.errors import GraphUnavailable
-
-if TYPE_CHECKING:
-    from engine.pregel._draw import DrawableGraph, Edge, Node
 
 __all__ = ("MARKER_BADGES", "clear_cache", "inline_svg", "render_svg", "svg_document")
 
@@ -60,6 +57,42 @@ MARKER_BADGES: dict[str, str] = {
     "subgraph": "▣ subgraph",
 }
 """Marker -> the badge shown under the node's name (unknown markers show as is)."""
+
+
+class Node(Protocol):
+    """A node of ``get_graph()``'s drawing, as far as this module reads it."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def markers(self) -> tuple[str, ...]: ...
+    @property
+    def cluster(self) -> str | None: ...
+
+
+class Edge(Protocol):
+    """An edge of ``get_graph()``'s drawing; ``conditional`` ones are dashed."""
+
+    @property
+    def source(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def data(self) -> str | None: ...
+    @property
+    def conditional(self) -> bool: ...
+
+
+class DrawableGraph(Protocol):
+    """What ``graph.get_graph(xray=1)`` returns, as far as this module reads it."""
+
+    @property
+    def nodes(self) -> Mapping[str, Node]: ...
+    @property
+    def edges(self) -> Sequence[Edge]: ...
+
 
 _XML_PROLOG = '<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n'
 _FONT = "Helvetica"

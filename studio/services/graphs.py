@@ -24,7 +24,7 @@ from studio.forms import RunInputForm
 from studio.input_fields import input_fields
 from studio.services import graph_svg
 from studio.services.access import visible_threads
-from studio.services.checkpointer import get_saver
+from studio.services.saver import get_saver
 
 __all__ = (
     "GraphPage",

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +31,7 @@ from django.db import close_old_connections
 from studio.groups import thread_group
 from studio.models import Run, RunEvent, Thread
 from studio.services.api_runs import result_of
-from studio.services.events import STREAM
+from studio.services.run_log import STREAM
 from studio.services.runs import ACTIVE, cancel_run, delete_thread_data
 
 __all__ = (
@@ -76,7 +76,9 @@ def _matches(name: str, modes: frozenset[str] | None) -> bool:
     return base in modes
 
 
-def _read(run_id: str, after: int) -> tuple[list[StreamEvent], dict[str, Any] | None]:
+def _read(
+    run_id: str, after: int
+) -> tuple[list[StreamEvent], Mapping[str, Any] | None]:
     # the status first: when it is terminal, the worker had stored every event before
     state = Run.objects.filter(pk=run_id).values("status", "error").first()
     rows = (

@@ -1,6 +1,13 @@
-"""The run queue: start, cancel and wait for runs. Used by views, the API and forms.
+"""The run queue: start, cancel, claim and wait for runs; leases; thread status.
 
-Runs are executed by workers (``studio.services.worker``), never in a request.
+Views, the API and forms queue runs here (:func:`start_run`, :func:`cancel_run`);
+workers (``studio.services.worker``) take them from here (:func:`claim`, with a
+lease that :class:`LeaseHeartbeat` extends while the run executes, and
+:func:`requeue_expired` for the runs of workers that died) and execute them,
+never in a request. Claiming is ``SELECT ... FOR UPDATE SKIP LOCKED`` on
+Postgres (any number of workers on any number of machines) and a conditional
+update on SQLite (the embedded single worker).
+
 One run per thread at a time; a new run on a busy thread follows its
 ``multitask_strategy``: ``reject`` (409), ``enqueue`` (wait), ``interrupt``
 (stop the active run, keep its progress) or ``rollback`` (stop it; a run that
@@ -24,8 +31,8 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Count, ProtectedError
+from django.db import close_old_connections, connection, transaction
+from django.db.models import Count, Exists, F, OuterRef, ProtectedError, Q
 from django.utils import timezone
 
 from studio import titles
@@ -34,34 +41,38 @@ from studio.models import AuditEntry, ReviewRequest, Run, Thread
 from studio.observability import observer, tracing
 from studio.reviews import audit
 from studio.reviews.governance import GovernedWrite, governance_for
-from studio.services.access import (
-    can_change,
-    can_see,
-    visible_thread,
-    visible_threads,
-    writable_thread,
-)
-from studio.services.checkpointer import get_saver
+from studio.services.access import can_change, can_see, writable_thread
 from studio.services.graphs import runnable
+from studio.services.saver import get_saver
 
 __all__ = (
     "ACTIVE",
     "BUSY_MESSAGE",
-    "can_see",
+    "HEARTBEAT_SECONDS",
+    "LEASE_SECONDS",
+    "LeaseHeartbeat",
+    "active_counts",
+    "cancel_requested",
     "cancel_run",
+    "claim",
     "delete_thread_data",
+    "requeue_expired",
+    "settle_thread",
     "start_run",
     "sweep_temporary_threads",
     "temporary_grace",
-    "visible_thread",
-    "visible_threads",
     "wait_for",
+    "wait_for_work",
     "wake_workers",
 )
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TEMPORARY_GRACE_SECONDS = 60.0
+LEASE_SECONDS = 30.0
+"""How long a claim lasts without a heartbeat (a worker's default)."""
+HEARTBEAT_SECONDS = 5.0
+"""How often a lease is extended (at most a third of the lease)."""
 
 ACTIVE = (Run.Status.PENDING, Run.Status.RUNNING)
 BUSY_MESSAGE = (
@@ -90,6 +101,7 @@ def wake_workers() -> None:
 
 
 def wait_for_work(timeout: float) -> None:
+    """Sleep until :func:`wake_workers` is called or ``timeout`` seconds passed."""
     with _wake:
         _wake.wait(timeout)
 
@@ -155,6 +167,7 @@ def start_run(
             "assistant_id": assistant_id,
         }
     with transaction.atomic():
+        thread: Thread | None
         if thread_id is None:
             thread = Thread.objects.create(
                 graph=graph,
@@ -302,7 +315,7 @@ def _request_cancel(run: Run, action: str, user: Any) -> None:
         stopped = pending.delete()[0]
     else:
         stopped = pending.update(
-            status=Run.Status.INTERRUPTED,
+            status=Run.Status.CANCELLED,
             cancel_requested=action,
             finished_at=now,
             updated_at=now,
@@ -340,13 +353,11 @@ def cancel_run(run: Run, user: Any, action: str = "interrupt") -> Run:
     _request_cancel(run, action, user)
     current = Run.objects.filter(pk=run.pk).first()
     if current is None:  # a pending run rolled back: gone
-        run.status = Run.Status.INTERRUPTED
+        run.status = Run.Status.CANCELLED
         run.cancel_requested = action
     else:
         run = current
-    if run.status == Run.Status.INTERRUPTED:
-        from studio.services.worker import settle_thread  # noqa: PLC0415 - avoid cycle
-
+    if run.status == Run.Status.CANCELLED:
         settle_thread(run.thread_id)
     wake_workers()
     return run
@@ -398,3 +409,146 @@ def wait_for(run_id: str, timeout: float = 300.0, poll: float = 0.05) -> Run:
         if run.is_terminal or time.monotonic() >= deadline:
             return run
         time.sleep(poll)
+
+
+# -- workers' side: claim, leases, cancel requests, thread status -----------------
+
+
+def cancel_requested(run: Run) -> str:
+    """The cancel action someone asked of ``run`` ("" when none), read fresh."""
+    action = (
+        Run.objects.filter(pk=run.pk).values_list("cancel_requested", flat=True).first()
+    )
+    return action or ""
+
+
+def settle_thread(thread_id: str) -> None:
+    """Set a thread's status from its runs and its last run's outcome."""
+    now = timezone.now()
+    if Run.objects.filter(thread_id=thread_id, status__in=ACTIVE).exists():
+        Thread.objects.filter(pk=thread_id).update(
+            status=Thread.Status.BUSY, updated_at=now
+        )
+        return
+    last = (
+        Run.objects.filter(thread_id=thread_id)
+        .exclude(started_at=None)
+        .order_by("-started_at")
+        .first()
+    )
+    status = Thread.Status.IDLE
+    if last is not None:
+        if last.status == Run.Status.ERROR:
+            status = Thread.Status.ERROR
+        elif last.status == Run.Status.SUCCESS and (last.output or {}).get(
+            "interrupted"
+        ):
+            status = Thread.Status.INTERRUPTED
+    Thread.objects.filter(pk=thread_id).update(status=status, updated_at=now)
+
+
+def requeue_expired() -> int:
+    """Runs whose worker stopped heartbeating go back to the queue; how many."""
+    now = timezone.now()
+    count = Run.objects.filter(
+        status=Run.Status.RUNNING, lease_expires_at__lt=now
+    ).update(
+        status=Run.Status.PENDING,
+        lease_owner="",
+        lease_expires_at=None,
+        updated_at=now,
+    )
+    observer.leases_taken_over(count)
+    return count
+
+
+_earlier_pending = Run.objects.filter(
+    thread=OuterRef("thread"),
+    status=Run.Status.PENDING,
+    created_at__lt=OuterRef("created_at"),
+)
+
+
+def claim(owner: str, lease_seconds: float = LEASE_SECONDS) -> Run | None:
+    """Take the oldest due pending run of a thread that has no running run.
+
+    ``owner`` holds it for ``lease_seconds`` (extended by :class:`LeaseHeartbeat`).
+    Runs of one thread go in the order they were queued: a run waits behind
+    an older pending one even when that one is not due yet (``after_seconds``
+    holds the thread, as on the Agent Server).
+    """
+    now = timezone.now()
+    postgres = connection.vendor == "postgresql"
+    for _ in range(5):
+        with transaction.atomic():
+            candidates = (
+                Run.objects.filter(status=Run.Status.PENDING, not_before__lte=now)
+                .exclude(thread__runs__status=Run.Status.RUNNING)
+                .exclude(Exists(_earlier_pending))  # a thread's runs go in order
+                .order_by("created_at")
+            )
+            if postgres:
+                candidates = candidates.select_for_update(
+                    skip_locked=True, of=("self",)
+                )
+            run = candidates.first()
+            if run is None:
+                return None
+            if postgres:
+                # serialize per thread: one running run at a time
+                Thread.objects.select_for_update().filter(pk=run.thread_id).first()
+                if Run.objects.filter(
+                    thread_id=run.thread_id, status=Run.Status.RUNNING
+                ).exists():
+                    continue
+            claimed = Run.objects.filter(pk=run.pk, status=Run.Status.PENDING).update(
+                status=Run.Status.RUNNING,
+                lease_owner=owner,
+                lease_expires_at=now + timedelta(seconds=lease_seconds),
+                started_at=run.started_at or now,
+                updated_at=now,
+                attempt=F("attempt") + 1,
+            )
+            if not claimed:
+                continue
+            Thread.objects.filter(pk=run.thread_id).update(
+                status=Thread.Status.BUSY, updated_at=now
+            )
+        run.refresh_from_db()
+        return run
+    return None
+
+
+class LeaseHeartbeat:
+    """Extends a claimed run's lease every few seconds while it executes."""
+
+    def __init__(self, run_id: str, owner: str, lease_seconds: float) -> None:
+        self.run_id = run_id
+        self.owner = owner
+        self.lease_seconds = lease_seconds
+        self.done = threading.Event()
+        self.thread = threading.Thread(
+            target=self._beat, name=f"heartbeat-{run_id[:8]}", daemon=True
+        )
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join(timeout=5)
+
+    def _beat(self) -> None:
+        interval = min(HEARTBEAT_SECONDS, self.lease_seconds / 3)
+        try:
+            while not self.done.wait(interval):
+                Run.objects.filter(
+                    Q(pk=self.run_id),
+                    Q(lease_owner=self.owner),
+                    Q(status=Run.Status.RUNNING),
+                ).update(
+                    lease_expires_at=timezone.now()
+                    + timedelta(seconds=self.lease_seconds)
+                )
+        finally:
+            close_old_connections()

@@ -32,6 +32,7 @@ from django.utils import timezone
 from studio import registry
 from studio.errors import Conflict, GraphUnavailable, InvalidInput, StudioError
 from studio.models import ApprovalDecision, Run, Thread
+from studio.presentation.api_json import contains, iso
 from studio.reviews import audit
 from studio.reviews.governance import governance_for
 from studio.services import assistants
@@ -41,9 +42,8 @@ from studio.services.access import (
     visible_threads,
     writable_thread,
 )
-from studio.services.api_json import contains, iso
-from studio.services.checkpointer import get_saver
 from studio.services.runs import ACTIVE
+from studio.services.saver import get_saver
 from studio.services.thread_state_api import Current, current
 
 __all__ = (

@@ -28,7 +28,7 @@ from django.template.loader import render_to_string
 
 from studio.models import Run, RunEvent, Thread
 from studio.services.access import can_see
-from studio.services.live import event_view
+from studio.services.activity import event_view
 
 __all__ = (
     "BACKLOG_LIMIT",

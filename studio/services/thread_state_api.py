@@ -4,7 +4,7 @@ The Agent Server's ``ThreadState`` (``../shared/AGENT_SERVER_PROTOCOL.md``):
 ``{values, next, tasks, metadata, created_at, checkpoint, parent_checkpoint,
 interrupts, checkpoint_id, parent_checkpoint_id}``, built from the engine's
 ``StateSnapshot`` by :func:`state_json`, values as plain JSON
-(``studio.services.api_json``).
+(``studio.presentation.api_json``).
 
 Access is the pages' (``studio.services.access``): reading needs
 ``visible_thread`` (owners, superusers, the reviewers of a governed thread);
@@ -29,13 +29,13 @@ from typing import Any
 
 from django.utils import timezone
 
+from engine.checkpoint.base import Checkpoint
 from engine.errors import (
     CheckpointNotFoundError,
     InvalidUpdateError,
     SchemaMigrationError,
     SerializationError,
 )
-from engine.pregel._state import infer_as_node
 from engine.types import StateSnapshot
 from studio.errors import (
     CheckpointNotFound,
@@ -46,16 +46,16 @@ from studio.errors import (
     StudioError,
 )
 from studio.models import AuditEntry, Run, Thread
+from studio.presentation.api_json import to_json
+from studio.presentation.diff import plain
 from studio.reviews import audit
 from studio.reviews import queue as review_queue
 from studio.reviews.governance import GovernedWrite, governance_for
 from studio.services.access import visible_thread, writable_thread
-from studio.services.api_json import to_json
-from studio.services.checkpointer import get_saver
-from studio.services.diff import plain
 from studio.services.fork_tree import FORK_ACTION
 from studio.services.graphs import runnable
 from studio.services.runs import ACTIVE
+from studio.services.saver import get_saver
 
 __all__ = (
     "UPDATE_ACTION",
@@ -278,7 +278,7 @@ def _refuse_governed(
         return
     node = as_node
     if node is None and base is not None:
-        node = infer_as_node(graph, base.checkpoint)  # what the engine will write as
+        node = _inferred_writer(graph, base.checkpoint)
     refusal = governance.write_refusal(node, keys)
     if refusal:
         audit.record_refusal(
@@ -291,6 +291,33 @@ def _refuse_governed(
             keys=keys,
         )
         raise GovernedWrite(refusal, thread_id=thread.thread_id)
+
+
+def _inferred_writer(graph: Any, checkpoint: Checkpoint) -> str | None:
+    """The node ``update_state`` without ``as_node`` writes as (LangGraph's rule).
+
+    The node whose writes the checkpoint saw last, when exactly one did; the
+    only node of a one-node graph; the input node before anything ran; else
+    None (the engine then refuses the update as ambiguous). Read from the
+    graph's public ``nodes`` and ``input_channels`` and the checkpoint's
+    ``versions_seen``, so the governance check refuses what the engine would
+    write, before anything is written.
+    """
+    nodes = graph.nodes
+    if len(nodes) == 1:
+        return str(next(iter(nodes)))
+    seen = sorted(
+        (version, name)
+        for name, versions in checkpoint["versions_seen"].items()
+        if name in nodes
+        for version in versions.values()
+    )
+    if not seen:
+        start = graph.input_channels
+        return start if isinstance(start, str) and start in nodes else None
+    if len(seen) == 1 or seen[-1][0] != seen[-2][0]:
+        return str(seen[-1][1])
+    return None
 
 
 def _record(

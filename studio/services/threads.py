@@ -1,7 +1,7 @@
 """Thread pages: the threads list (titles, search), a thread's timeline and one step's panel.
 
 Every function takes the requesting user and checks access with
-``runs.visible_thread`` (another user's thread is ThreadNotFound: 404, never
+``access.visible_thread`` (another user's thread is ThreadNotFound: 404, never
 403). Reads are bounded: the timeline reads one page of one branch's line
 (``ThreadHistory.lineage``: parent links from the branch's newest checkpoint,
 or from ``before``), the branches come from the studio's own tables
@@ -23,6 +23,7 @@ from engine.constants import START
 from studio import registry
 from studio.errors import GraphUnavailable, InvalidInput
 from studio.models import Run, Thread
+from studio.presentation.diff import diff_state, plain, summarize
 from studio.presenters import (
     ActivityView,
     BranchView,
@@ -37,7 +38,7 @@ from studio.presenters import (
     TimelineRow,
     present_changes,
 )
-from studio.services import fork_tree, graphs, live, waterfall
+from studio.services import activity, fork_tree, graphs, waterfall
 from studio.services.access import can_change, visible_thread, visible_threads
 from studio.services.checkpoints import (
     ThreadHistory,
@@ -47,7 +48,6 @@ from studio.services.checkpoints import (
     timestamp,
     writers,
 )
-from studio.services.diff import diff_state, plain, summarize
 from studio.services.runs import ACTIVE
 from studio.services.transcript import Transcript, transcript_of
 
@@ -201,9 +201,9 @@ def thread_page(
     history = ThreadHistory(thread)
     if checkpoint_id:
         history.saved(checkpoint_id)  # 404 before anything else
-    activity = live.activity(thread.thread_id, history.nodes)
+    feed = activity.activity(thread.thread_id, history.nodes)
     thread.refresh_from_db(fields=("status", "has_state", "updated_at", "title"))
-    conversation = transcript_of(thread, user, upto_event=activity.last_event_id)
+    conversation = transcript_of(thread, user, upto_event=feed.last_event_id)
     summary = _summary(thread)
     tree = fork_tree.read(thread)
     line = _timeline(
@@ -231,7 +231,7 @@ def thread_page(
         panel=panel,
         tree=tree.view(line.branch) if tree is not None else None,
         svg=svg,
-        activity=activity,
+        activity=feed,
         svg_problem=problem,
         transcript=conversation,
     )

@@ -25,13 +25,13 @@ from typing import Any
 
 from studio.errors import ENGINE_USER_ERRORS, Conflict
 from studio.models import AuditEntry, Run, Thread
+from studio.presentation.diff import plain
+from studio.presentation.fork_edits import bind_fork, fork_fields
 from studio.presenters import ForkFormView
 from studio.reviews import audit
 from studio.reviews.governance import governance_for
 from studio.services.access import writable_thread
 from studio.services.checkpoints import ThreadHistory, checkpoint_id_of, writers
-from studio.services.diff import plain
-from studio.services.fork_edits import bind_fork, fork_fields
 from studio.services.fork_tree import FORK_ACTION
 from studio.services.runs import ACTIVE, start_run
 

@@ -3,7 +3,7 @@
 For a graph whose state has a ``messages`` channel (an agent), the page shows
 the messages of the thread's newest checkpoint (user, assistant with its tool
 calls, tool results), the answer a model is writing right now (the ``token``
-events of the active run, ``studio.services.tokens``), and the agent's question
+events of the active run, ``studio.services.model_tokens``), and the agent's question
 when it waits for its owner (``Governance.answered_by == "owner"``), with the
 form that answers it through the decision protocol (``studio.reviews``).
 
@@ -23,9 +23,9 @@ from studio.models import Run, RunEvent, Thread
 from studio.reviews.governance import governance_for
 from studio.reviews.queue import waiting_review
 from studio.services.access import visible_thread
+from studio.services.activity import stream_dom_id
 from studio.services.graphs import runnable
-from studio.services.live import stream_dom_id
-from studio.services.tokens import TOKEN, streaming_text
+from studio.services.model_tokens import TOKEN, streaming_text
 
 __all__ = (
     "AgentQuestion",

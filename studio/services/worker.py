@@ -1,16 +1,17 @@
-"""Workers: claim queued runs, hold a lease with heartbeats, run them, record events.
+"""Workers: take runs from the queue, execute them with the engine, record events.
 
-Claiming is ``SELECT ... FOR UPDATE SKIP LOCKED`` on Postgres (any number of
-workers on any number of machines) and a conditional update on SQLite (the
-embedded single worker). A run whose worker died (lease expired) is queued
-again and continues from its last checkpoint. Every engine event is appended to
-the run's event log first and published to the thread's group second.
+The queue itself (claiming, leases, cancel requests, thread status) is
+``studio.services.runs``; a worker loops over it: requeue the runs of dead
+workers, claim one run, execute it while a heartbeat holds its lease. A run
+whose worker died (lease expired) is queued again and continues from its last
+checkpoint. Every engine event is appended to the run's event log first and
+published to the thread's group second.
 
 Runs started through the Agent Server API carry more (``Run.kwargs``): the
 worker passes their ``context``, ``interrupt_before``/``after``, durability,
 client ``configurable`` keys (under the studio's own, which always win) and
 asks the engine for the chunks of ``Run.stream_modes``, stored as ``stream``
-events (``studio.services.events.StreamRecorder``) for SSE clients. When such a
+events (``studio.services.run_log.StreamRecorder``) for SSE clients. When such a
 run ends it stores its final values, filtered by the graph's output schema, in
 ``Run.output["values"]`` (what ``runs.wait`` and ``runs.join`` answer), and a
 temporary thread (a stateless run's) is marked for deletion.
@@ -25,11 +26,9 @@ import threading
 import time
 import traceback
 import uuid
-from datetime import timedelta
 from typing import Any
 
-from django.db import close_old_connections, connection, connections, transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db import close_old_connections, connections
 from django.utils import timezone
 
 from engine import events as ev
@@ -38,25 +37,29 @@ from engine.types import Command, Send
 from studio.models import Run, Thread
 from studio.observability import metrics
 from studio.observability.heartbeats import HeartbeatThread
-from studio.observability.observer import RunObserver, leases_taken_over
+from studio.observability.observer import RunObserver
+from studio.presentation.diff import plain
 from studio.reviews import queue as review_queue
-from studio.services import events as run_events
-from studio.services import tokens as live_tokens
-from studio.services.checkpointer import reset_saver
-from studio.services.diff import plain
+from studio.services import model_tokens, run_log
 from studio.services.graphs import runnable
 from studio.services.runs import (
+    HEARTBEAT_SECONDS,
+    LEASE_SECONDS,
+    LeaseHeartbeat,
+    cancel_requested,
+    claim,
+    requeue_expired,
+    settle_thread,
     sweep_temporary_threads,
     temporary_grace,
     wait_for_work,
 )
+from studio.services.saver import reset_saver
 
-__all__ = ("Worker", "settle_thread", "start_embedded_worker")
+__all__ = ("LEASE_SECONDS", "Worker", "start_embedded_worker")
 
 log = logging.getLogger(__name__)
 
-LEASE_SECONDS = 30.0
-HEARTBEAT_SECONDS = 5.0
 CANCEL_CHECK_SECONDS = 0.5
 SWEEP_SECONDS = 5.0
 """How often a worker deletes temporary threads whose time came."""
@@ -70,45 +73,9 @@ class _Cancelled(Exception):
 
 def _raise_if_cancelled(run: Run) -> None:
     """Raise ``_Cancelled`` when someone asked to cancel ``run`` (read fresh)."""
-    action = (
-        Run.objects.filter(pk=run.pk).values_list("cancel_requested", flat=True).first()
-    )
+    action = cancel_requested(run)
     if action:
         raise _Cancelled(action)
-
-
-def settle_thread(thread_id: str) -> None:
-    """Set a thread's status from its runs and its last run's outcome."""
-    now = timezone.now()
-    if Run.objects.filter(
-        thread_id=thread_id, status__in=(Run.Status.PENDING, Run.Status.RUNNING)
-    ).exists():
-        Thread.objects.filter(pk=thread_id).update(
-            status=Thread.Status.BUSY, updated_at=now
-        )
-        return
-    last = (
-        Run.objects.filter(thread_id=thread_id)
-        .exclude(started_at=None)
-        .order_by("-started_at")
-        .first()
-    )
-    status = Thread.Status.IDLE
-    if last is not None:
-        if last.status == Run.Status.ERROR:
-            status = Thread.Status.ERROR
-        elif last.status == Run.Status.SUCCESS and (last.output or {}).get(
-            "interrupted"
-        ):
-            status = Thread.Status.INTERRUPTED
-    Thread.objects.filter(pk=thread_id).update(status=status, updated_at=now)
-
-
-_earlier_pending = Run.objects.filter(
-    thread=OuterRef("thread"),
-    status=Run.Status.PENDING,
-    created_at__lt=OuterRef("created_at"),
-)
 
 
 class Worker:
@@ -137,67 +104,11 @@ class Worker:
 
     def requeue_expired(self) -> int:
         """Runs whose worker stopped heartbeating go back to the queue."""
-        now = timezone.now()
-        count = Run.objects.filter(
-            status=Run.Status.RUNNING, lease_expires_at__lt=now
-        ).update(
-            status=Run.Status.PENDING,
-            lease_owner="",
-            lease_expires_at=None,
-            updated_at=now,
-        )
-        leases_taken_over(count)
-        return count
+        return requeue_expired()
 
     def claim(self) -> Run | None:
-        """Take the oldest due pending run of a thread that has no running run.
-
-        Runs of one thread go in the order they were queued: a run waits behind
-        an older pending one even when that one is not due yet (``after_seconds``
-        holds the thread, as on the Agent Server).
-        """
-        now = timezone.now()
-        postgres = connection.vendor == "postgresql"
-        for _ in range(5):
-            with transaction.atomic():
-                candidates = (
-                    Run.objects.filter(status=Run.Status.PENDING, not_before__lte=now)
-                    .exclude(thread__runs__status=Run.Status.RUNNING)
-                    .exclude(Exists(_earlier_pending))  # a thread's runs go in order
-                    .order_by("created_at")
-                )
-                if postgres:
-                    candidates = candidates.select_for_update(
-                        skip_locked=True, of=("self",)
-                    )
-                run = candidates.first()
-                if run is None:
-                    return None
-                if postgres:
-                    # serialize per thread: one running run at a time
-                    Thread.objects.select_for_update().filter(pk=run.thread_id).first()
-                    if Run.objects.filter(
-                        thread_id=run.thread_id, status=Run.Status.RUNNING
-                    ).exists():
-                        continue
-                claimed = Run.objects.filter(
-                    pk=run.pk, status=Run.Status.PENDING
-                ).update(
-                    status=Run.Status.RUNNING,
-                    lease_owner=self.name,
-                    lease_expires_at=now + timedelta(seconds=self.lease_seconds),
-                    started_at=run.started_at or now,
-                    updated_at=now,
-                    attempt=F("attempt") + 1,
-                )
-                if not claimed:
-                    continue
-                Thread.objects.filter(pk=run.thread_id).update(
-                    status=Thread.Status.BUSY, updated_at=now
-                )
-            run.refresh_from_db()
-            return run
-        return None
+        """Take the next due run from the queue (:func:`studio.services.runs.claim`)."""
+        return claim(self.name, self.lease_seconds)
 
     def run_once(self) -> bool:
         """Requeue expired leases, claim one run and execute it. False when idle.
@@ -267,9 +178,9 @@ class Worker:
             self._execute(run, observer)
 
     def _execute(self, run: Run, observer: RunObserver) -> None:
-        heartbeat = _Heartbeat(run.run_id, self.name, self.lease_seconds)
+        heartbeat = LeaseHeartbeat(run.run_id, self.name, self.lease_seconds)
         heartbeat.start()
-        run_events.append(
+        run_log.append(
             run, "run.status", {"status": Run.Status.RUNNING, "attempt": run.attempt}
         )
         status: str = Run.Status.SUCCESS
@@ -278,7 +189,7 @@ class Worker:
         try:
             output = self._stream(run, observer)
         except _Cancelled as cancelled:
-            status = Run.Status.INTERRUPTED
+            status = Run.Status.CANCELLED
             output = {"cancelled": cancelled.action}
         except Exception as exc:
             status = Run.Status.ERROR
@@ -307,9 +218,7 @@ class Worker:
             Thread.objects.filter(pk=run.thread_id).update(has_state=True)
         settle_thread(run.thread_id)
         _sync_reviews(run.thread_id)
-        run_events.append(
-            run, "run.status", {"status": status, "error": error, **output}
-        )
+        run_log.append(run, "run.status", {"status": status, "error": error, **output})
         if run.kwargs.get("temporary"):  # last: from now on the thread may go
             Thread.objects.filter(pk=run.thread_id).update(
                 delete_after=timezone.now() + temporary_grace()
@@ -385,22 +294,22 @@ class Worker:
             }
         if run.stream_modes:
             subgraphs = bool(kwargs.get("subgraphs"))
-            recorder = run_events.StreamRecorder(run.stream_modes, subgraphs=subgraphs)
-            options["stream_mode"] = list(run_events.engine_modes(run.stream_modes))
+            recorder = run_log.StreamRecorder(run.stream_modes, subgraphs=subgraphs)
+            options["stream_mode"] = list(run_log.engine_modes(run.stream_modes))
             options["subgraphs"] = subgraphs
         # every run streams its models' tokens to the thread page (token events)
         options["stream_mode"] = sorted({*options.get("stream_mode", ()), "messages"})
-        tokens = live_tokens.TokenRecorder()
+        tokens = model_tokens.TokenRecorder()
         stream = graph.stream_events(
             graph_input, config, durability=durability, **options
         )
-        writer = run_events.EventWriter(run)
+        writer = run_log.EventWriter(run)
         try:
             for event in stream:
                 observer.see(event)
                 if recorder is not None:
                     for payload, urgent in recorder.records(event):
-                        writer.add(run_events.STREAM, payload, urgent=urgent)
+                        writer.add(run_log.STREAM, payload, urgent=urgent)
                 for kind, payload in tokens.records(event):
                     writer.add(kind, payload)
                 if isinstance(event, ev.RunFinished):
@@ -408,7 +317,7 @@ class Worker:
                     continue
                 if isinstance(event, ev.CheckpointSaved):
                     outcome["checkpointed"] = True
-                record = run_events.as_record(event)
+                record = run_log.as_record(event)
                 if record is not None:
                     writer.add(*record)
                 if time.monotonic() - last_check > CANCEL_CHECK_SECONDS:
@@ -469,41 +378,6 @@ def _sync_reviews(thread_id: str) -> None:
         review_queue.sync(thread_id)
     except Exception:  # the queue is an index: the next run or page load re-syncs it
         log.exception("could not sync the review queue for thread %s", thread_id)
-
-
-class _Heartbeat:
-    """Extends a run's lease every few seconds while it executes."""
-
-    def __init__(self, run_id: str, owner: str, lease_seconds: float) -> None:
-        self.run_id = run_id
-        self.owner = owner
-        self.lease_seconds = lease_seconds
-        self.done = threading.Event()
-        self.thread = threading.Thread(
-            target=self._beat, name=f"heartbeat-{run_id[:8]}", daemon=True
-        )
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.done.set()
-        self.thread.join(timeout=5)
-
-    def _beat(self) -> None:
-        interval = min(HEARTBEAT_SECONDS, self.lease_seconds / 3)
-        try:
-            while not self.done.wait(interval):
-                Run.objects.filter(
-                    Q(pk=self.run_id),
-                    Q(lease_owner=self.owner),
-                    Q(status=Run.Status.RUNNING),
-                ).update(
-                    lease_expires_at=timezone.now()
-                    + timedelta(seconds=self.lease_seconds)
-                )
-        finally:
-            close_old_connections()
 
 
 _embedded: Worker | None = None

@@ -2,7 +2,7 @@
 
 Structures are stored packed (``engine.checkpoint._blobs.pack_structure``: each
 distinct version once, the engine's own version form shortened), a task's
-regular writes in one entry (``engine.checkpoint._writes``), and on Postgres the
+regular writes in one entry (``engine.checkpoint._pending_writes``), and on Postgres the
 creation time as a TIMESTAMPTZ when it has the engine's form. Every version
 form, every timestamp and every mix of writes must read back exactly.
 """
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from engine.checkpoint._blobs import pack_structure, unpack_structure
-from engine.checkpoint._writes import pack_writes
+from engine.checkpoint._pending_writes import pack_writes
 from engine.checkpoint.base import BaseCheckpointSaver
 from engine.checkpoint.postgres._sql import split_ts
 from tests._support.builders import (

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from engine.checkpoint._blobs import unpack_structure
-from engine.checkpoint._writes import (
+from engine.checkpoint._pending_writes import (
     WRITES_CHANNEL,
     WRITES_TAG,
     unpack_task_writes,

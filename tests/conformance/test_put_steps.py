@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from engine.checkpoint._sqlcore import writes
+from engine.checkpoint._sqlcore import saves
 from engine.checkpoint.base import BaseCheckpointSaver, Checkpoint, StepSave
 from engine.checkpoint.postgres._sql import DIALECT
 from engine.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -386,7 +386,7 @@ def test_repeated_conflicting_batches_do_not_disturb_later_ones(saver) -> None:
 
 def _statements(steps: list[StepSave]) -> list[Any]:
     """Drive put_steps' operation for Postgres without a database: what it yields."""
-    op = writes.put_steps(DIALECT, JsonPlusSerializer(), steps)
+    op = saves.put_steps(DIALECT, JsonPlusSerializer(), steps)
     yielded = []
     answer: Any = None
     while True:

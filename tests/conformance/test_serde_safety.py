@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from engine.checkpoint._writes import pack_task_writes, pack_writes
+from engine.checkpoint._pending_writes import pack_task_writes, pack_writes
 from engine.errors import SerializationError
 from tests._support.builders import (
     make_checkpoint,

@@ -10,9 +10,8 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client, override_settings
 
-from studio.api import tokens
 from studio.models import ApiToken, ApprovalDecision, PurchaseOutbox, ReviewRequest, Run
-from studio.services import runs
+from studio.services import api_tokens, runs
 from studio.services.graphs import runnable
 from studio.services.worker import Worker
 from tests._support.studio import serve_graphs
@@ -257,8 +256,8 @@ def test_decision_on_unknown_thread_is_404(reviewer: User) -> None:
 
 
 def test_decision_with_revoked_token_is_401(waiting: str, reviewer: User) -> None:
-    issued = tokens.issue(reviewer, "laptop")
-    tokens.revoke(reviewer, issued.token.id)
+    issued = api_tokens.issue(reviewer, "laptop")
+    api_tokens.revoke(reviewer, issued.token.id)
 
     response = post(waiting, decision(), token=issued.secret)
 

@@ -34,8 +34,8 @@ from studio.models import (
     RunEvent,
     Thread,
 )
+from studio.services.activity import activity
 from studio.services.graphs import runnable
-from studio.services.live import activity
 from studio.services.runs import sweep_temporary_threads
 from tests._support.reviews import member
 from tests._support.studio import serve_graphs
@@ -730,7 +730,7 @@ def test_on_disconnect_cancel_cancels_the_run_when_the_client_goes_away(
 
     assert first.startswith(b"event: metadata")
     run = Run.objects.get(thread_id=thread_id)
-    assert run.status == Run.Status.INTERRUPTED
+    assert run.status == Run.Status.CANCELLED
     assert Thread.objects.get(pk=thread_id).status == Thread.Status.IDLE
 
 
@@ -768,7 +768,7 @@ def test_cancel_without_wait_is_202_with_no_body(client_of: Client, rita: User) 
     response = post(client_of, f"/threads/{thread_id}/runs/{run_id}/cancel?wait=0")
 
     assert response.status_code == 202 and response.content == b""
-    assert Run.objects.get(pk=run_id).status == Run.Status.INTERRUPTED  # cancelled
+    assert Run.objects.get(pk=run_id).status == Run.Status.CANCELLED  # cancelled
     assert Thread.objects.get(pk=thread_id).status == Thread.Status.IDLE
 
 
@@ -802,7 +802,7 @@ def test_cancel_a_running_run_with_wait_waits_until_it_stopped(
     Run.objects.filter(pk=run_id).update(status=Run.Status.RUNNING)  # claimed
 
     response = post(client_of, f"/threads/{thread_id}/runs/{run_id}/cancel?wait=1")
-    Run.objects.filter(pk=run_id).update(status=Run.Status.INTERRUPTED)  # it stopped
+    Run.objects.filter(pk=run_id).update(status=Run.Status.CANCELLED)  # it stopped
 
     assert body_json(response)["status"] == "interrupted"
     assert Run.objects.get(pk=run_id).cancel_requested == "interrupt"
@@ -1103,7 +1103,7 @@ def test_interrupt_and_rollback_stop_the_active_run(
     if strategy == "rollback":
         assert previous is None  # a run that had not started is dropped whole
     else:
-        assert previous is not None and previous.status == Run.Status.INTERRUPTED
+        assert previous is not None and previous.status == Run.Status.CANCELLED
 
 
 # -- stateless runs -------------------------------------------------------------------

@@ -22,7 +22,7 @@ from studio.errors import Conflict, GraphNotFound
 from studio.models import AuditEntry, Run, RunEvent, Thread
 from studio.reviews.decisions import decide
 from studio.services import runs, thread_api
-from studio.services.checkpointer import get_saver
+from studio.services.saver import get_saver
 from tests._support.api_calls import Api, sdk_client, token_for
 from tests._support.studio import serve_graphs
 from tests._support.threads import GRAPHS, checkpoints, drain, run_now

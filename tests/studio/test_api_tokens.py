@@ -9,8 +9,8 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from studio.api import tokens
 from studio.models import ApiToken, AuditEntry
+from studio.services import api_tokens
 
 pytestmark = pytest.mark.django_db
 
@@ -132,8 +132,8 @@ def test_tokens_page_stores_only_the_digest(signed_in: Client, ada: User) -> Non
 def test_tokens_page_lists_only_your_tokens(
     signed_in: Client, ada: User, bob: User
 ) -> None:
-    tokens.issue(ada, "ada-laptop")
-    tokens.issue(bob, "bob-secret-box")
+    api_tokens.issue(ada, "ada-laptop")
+    api_tokens.issue(bob, "bob-secret-box")
 
     page = signed_in.get(PAGE).content.decode()
 
@@ -158,7 +158,7 @@ def test_tokens_page_refuses_a_bad_name(signed_in: Client, name: str) -> None:
 
 
 def test_tokens_page_revokes_your_token(signed_in: Client, ada: User) -> None:
-    issued = tokens.issue(ada, "laptop")
+    issued = api_tokens.issue(ada, "laptop")
 
     response = signed_in.post(f"{PAGE}{issued.token.id}/revoke/")
 
@@ -174,7 +174,7 @@ def test_tokens_page_revokes_your_token(signed_in: Client, ada: User) -> None:
 def test_tokens_page_cannot_revoke_another_users_token(
     signed_in: Client, bob: User
 ) -> None:
-    issued = tokens.issue(bob, "bob-laptop")
+    issued = api_tokens.issue(bob, "bob-laptop")
 
     response = signed_in.post(f"{PAGE}{issued.token.id}/revoke/")
 
@@ -184,7 +184,7 @@ def test_tokens_page_cannot_revoke_another_users_token(
 
 
 def test_tokens_page_revoke_is_post_only(signed_in: Client, ada: User) -> None:
-    issued = tokens.issue(ada, "laptop")
+    issued = api_tokens.issue(ada, "laptop")
 
     response = signed_in.get(f"{PAGE}{issued.token.id}/revoke/")
 
@@ -195,7 +195,7 @@ def test_tokens_page_revoke_is_post_only(signed_in: Client, ada: User) -> None:
 def test_tokens_page_posts_need_csrf(ada: User) -> None:
     client = Client(enforce_csrf_checks=True)
     client.force_login(ada)
-    issued = tokens.issue(ada, "laptop")
+    issued = api_tokens.issue(ada, "laptop")
 
     assert client.post(PAGE, {"name": "forged"}).status_code == 403
     assert client.post(f"{PAGE}{issued.token.id}/revoke/").status_code == 403

@@ -12,7 +12,7 @@ from django.test import Client
 from studio.asgi import application
 from studio.consumers import CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
 from studio.models import Run, Thread
-from studio.services import events as run_events
+from studio.services import run_log
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,7 +33,7 @@ def _thread_with_events(owner: str, count: int) -> tuple[str, list[int]]:
     thread = Thread.objects.create(graph="purchase", owner=user)
     run = Run.objects.create(thread=thread, graph="purchase")
     ids = [
-        run_events.append(run, "task.start", {"node": f"n{i}", "step": i, "ns": []}).id
+        run_log.append(run, "task.start", {"node": f"n{i}", "step": i, "ns": []}).id
         for i in range(count)
     ]
     return thread.thread_id, ids
@@ -43,7 +43,7 @@ def _thread_with_events(owner: str, count: int) -> tuple[str, list[int]]:
 def _append(thread_id: str, node: str) -> int:
     run = Run.objects.filter(thread_id=thread_id).first()
     assert run is not None
-    return run_events.append(
+    return run_log.append(
         run, "task.end", {"node": node, "step": 1, "duration": 0.01}
     ).id
 

@@ -1,4 +1,4 @@
-"""The reducer-aware state diff (studio.services.diff): pure, no Django."""
+"""The reducer-aware state diff (studio.presentation.diff): pure, no Django."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import datetime as dt
 
 from pydantic import BaseModel
 
-from studio.services.diff import (
+from studio.presentation.diff import (
     MISSING,
     Change,
     diff_state,

@@ -1,4 +1,4 @@
-"""The fork-with-edits form (studio.services.fork_edits): fields and checking. Pure."""
+"""The fork-with-edits form (studio.presentation.fork_edits): fields and checking. Pure."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal, TypedDict
 from pydantic import BaseModel, model_validator
 
 from engine.graph.message import add_messages
-from studio.services.fork_edits import bind_fork, fork_fields
+from studio.presentation.fork_edits import bind_fork, fork_fields
 
 
 class State(TypedDict, total=False):

@@ -1,7 +1,7 @@
 """The thread page's live parts: the Activity panel, the socket's fragments, refreshes.
 
 Graphs really run (``tests._support.threads``); fragments are rendered as the
-consumer renders them (``components/_run_event.html`` from ``live.event_view``).
+consumer renders them (``components/_run_event.html`` from ``activity.event_view``).
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from django.test import Client
 
 from studio.asgi import application
 from studio.models import Run, RunEvent, Thread
-from studio.services import events as run_events
-from studio.services import live
+from studio.services import activity, run_log
 from studio.services.runs import start_run
 from tests._support.studio import serve_graphs
 from tests._support.threads import GRAPHS, XSS, checkpoint_id, checkpoints, run_now
@@ -52,7 +51,7 @@ def html_of(response: Any) -> str:
 
 def fragment(row: RunEvent) -> str:
     return render_to_string(
-        "components/_run_event.html", {"event": live.event_view(row)}
+        "components/_run_event.html", {"event": activity.event_view(row)}
     )
 
 
@@ -114,14 +113,14 @@ def test_activity_shows_only_the_newest_events_of_a_long_log(
     run = Run.objects.create(thread=thread, graph="purchase")
     RunEvent.objects.bulk_create(
         RunEvent(run=run, thread=thread, kind="custom", payload={"payload": i})
-        for i in range(live.ACTIVITY_LIMIT + 5)
+        for i in range(activity.ACTIVITY_LIMIT + 5)
     )
     ids = event_ids(thread.thread_id)
 
     html = html_of(signed_in.get(f"/threads/{thread.thread_id}/"))
 
     shown = [int(i) for i in re.findall(r'<li id="event-(\d+)"', html)]
-    assert shown == ids[-live.ACTIVITY_LIMIT :][::-1]  # newest first
+    assert shown == ids[-activity.ACTIVITY_LIMIT :][::-1]  # newest first
     assert "Older events are not shown" in html
     assert f"?after={ids[-1]}" in html
 
@@ -129,17 +128,17 @@ def test_activity_shows_only_the_newest_events_of_a_long_log(
 def test_node_states_of_an_active_run_are_rendered_from_its_events(ada: User) -> None:
     thread = Thread.objects.create(graph="purchase", owner=ada)
     old = Run.objects.create(thread=thread, graph="purchase")
-    run_events.append(old, "task.start", {"node": "reject", "step": 4, "ns": []})
-    run_events.append(old, "run.status", {"status": "success"})
+    run_log.append(old, "task.start", {"node": "reject", "step": 4, "ns": []})
+    run_log.append(old, "run.status", {"status": "success"})
     new = Run.objects.create(thread=thread, graph="purchase")
-    run_events.append(new, "run.status", {"status": "running"})
-    run_events.append(new, "task.end", {"node": "normalize", "step": 1, "ns": []})
-    run_events.append(new, "task.start", {"node": "budget", "step": 2, "ns": []})
-    run_events.append(
+    run_log.append(new, "run.status", {"status": "running"})
+    run_log.append(new, "task.end", {"node": "normalize", "step": 1, "ns": []})
+    run_log.append(new, "task.start", {"node": "budget", "step": 2, "ns": []})
+    run_log.append(
         new, "task.start", {"node": "budget", "step": 1, "ns": ["sub:1"]}
     )  # a subgraph's node of the same name is not the drawing's
 
-    view = live.activity(thread.thread_id, ["normalize", "budget", "reject"])
+    view = activity.activity(thread.thread_id, ["normalize", "budget", "reject"])
 
     assert {s.node: s.state for s in view.nodes} == {
         "normalize": "done",
@@ -309,13 +308,13 @@ def test_run_status_fragments_say_whether_the_run_finished(
 def test_run_statuses_in_the_words_of_the_thread_badge(
     payload: dict[str, Any], shown: str
 ) -> None:
-    assert live.run_display_status(payload) == shown
+    assert activity.run_display_status(payload) == shown
 
 
 def test_subgraph_task_fragment_leaves_the_drawing_alone(ada: User) -> None:
     thread = Thread.objects.create(graph="purchase", owner=ada)
     run = Run.objects.create(thread=thread, graph="purchase")
-    row = run_events.append(run, "task.start", {"node": "inner", "ns": ["sub:1"]})
+    row = run_log.append(run, "task.start", {"node": "inner", "ns": ["sub:1"]})
 
     html = fragment(row)
 
@@ -326,7 +325,7 @@ def test_subgraph_task_fragment_leaves_the_drawing_alone(ada: User) -> None:
 def test_fragment_escapes_node_names(ada: User) -> None:
     thread = Thread.objects.create(graph="purchase", owner=ada)
     run = Run.objects.create(thread=thread, graph="purchase")
-    row = run_events.append(run, "task.end", {"node": XSS, "step": 1, "ns": []})
+    row = run_log.append(run, "task.end", {"node": XSS, "step": 1, "ns": []})
 
     html = fragment(row)
 
@@ -351,7 +350,7 @@ async def test_a_worker_thread_publishing_wakes_the_socket_at_once(ada: User) ->
 
     def worker() -> None:
         appended.append(
-            run_events.append(run, "task.start", {"node": "budget", "ns": []}).id
+            run_log.append(run, "task.start", {"node": "budget", "ns": []}).id
         )
 
     producer = threading.Thread(target=worker)
@@ -411,7 +410,7 @@ def test_in_run_order_puts_late_checkpoints_back_in_their_step() -> None:
         view(16, "checkpoint", step=3, run="r2"),  # another run: never mixed in
     ]
 
-    ordered = [e["id"] for e in live.in_run_order(log)]
+    ordered = [e["id"] for e in activity.in_run_order(log)]
 
     assert ordered == [1, 6, 2, 8, 3, 4, 5, 7, 11, 9, 10, 12, 13, 14, 15, 16]
 
@@ -464,16 +463,16 @@ def test_the_pinned_status_follows_a_long_log_and_each_status_event(
 ) -> None:
     thread = Thread.objects.create(graph="purchase", owner=ada)
     run = Run.objects.create(thread=thread, graph="purchase")
-    run_events.append(run, "run.status", {"status": "error", "error": {"error": "E"}})
+    run_log.append(run, "run.status", {"status": "error", "error": {"error": "E"}})
     RunEvent.objects.bulk_create(
         RunEvent(run=run, thread=thread, kind="custom", payload={"payload": i})
-        for i in range(live.ACTIVITY_LIMIT + 1)
+        for i in range(activity.ACTIVITY_LIMIT + 1)
     )
 
     html = html_of(signed_in.get(f"/threads/{thread.thread_id}/"))
     assert 'class="run-outcome run-outcome--failed"' in html  # read beyond the 50
 
-    row = run_events.append(run, "run.status", {"status": "running"})
+    row = run_log.append(run, "run.status", {"status": "running"})
     fragment_html = fragment(row)
     assert (
         '<p id="run-outcome" class="run-outcome run-outcome--running"' in fragment_html
@@ -509,7 +508,7 @@ def test_event_classes_are_the_ones_the_stylesheet_styles(ada: User) -> None:
             run=run, thread=thread, kind=kind, payload=payload
         )
         item = render_to_string(
-            "components/_run_event_item.html", {"event": live.event_view(row)}
+            "components/_run_event_item.html", {"event": activity.event_view(row)}
         )
         classes = re.search(r'class="([^"]+)"', item).group(1).split()  # type: ignore[union-attr]
         emitted.setdefault(kind, set()).update(

@@ -9,8 +9,7 @@ from django.apps import apps
 from django.contrib.auth.models import User
 
 from studio.models import Run, RunEvent, Thread, root_checkpoint_id
-from studio.services import events as run_events
-from studio.services import waterfall
+from studio.services import run_log, waterfall
 
 pytestmark = pytest.mark.django_db
 
@@ -58,8 +57,8 @@ def test_root_step_and_checkpoint_events_name_their_checkpoint() -> None:
 
 def test_every_way_of_writing_an_event_fills_the_column() -> None:
     run = _run()
-    created = run_events.append(run, "step", _step(1))
-    writer = run_events.EventWriter(run)
+    created = run_log.append(run, "step", _step(1))
+    writer = run_log.EventWriter(run)
     writer.add("step", _step(2))
     writer.add("checkpoint", {"checkpoint_id": "c2", "ns": [], "seconds": 0.1})
     writer.add("step", _step(3, ns=["sub:1"]))
@@ -74,8 +73,8 @@ def test_every_way_of_writing_an_event_fills_the_column() -> None:
 
 def test_the_migration_fills_events_written_before_it() -> None:
     run = _run()
-    run_events.append(run, "step", _step(1))
-    run_events.append(run, "task.end", _task(1))
+    run_log.append(run, "step", _step(1))
+    run_log.append(run, "task.end", _task(1))
     RunEvent.objects.update(checkpoint_id=None)  # as rows written before the column
 
     _fill(apps, None)
@@ -87,7 +86,7 @@ def test_the_migration_fills_events_written_before_it() -> None:
 
 def test_an_old_step_s_waterfall_is_found_among_many_later_ones() -> None:
     run = _run()
-    writer = run_events.EventWriter(run)
+    writer = run_log.EventWriter(run)
     for number in range(1, 301):
         writer.add("task.end", _task(number))
         writer.add("step", _step(number))

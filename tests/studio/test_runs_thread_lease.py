@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from studio.models import Run
 from studio.services import runs
-from studio.services.checkpointer import get_saver
+from studio.services.saver import get_saver
 from studio.services.worker import LEASE_SECONDS, Worker
 from tests._support.studio import serve_graphs
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from studio.errors import Conflict, ThreadNotFound
 from studio.models import PurchaseOutbox, Run, RunEvent, Thread
 from studio.reviews.decisions import decide
-from studio.services import runs
+from studio.services import access, runs
 from studio.services.graphs import runnable
 from studio.services.worker import Worker
 from tests._support.reviews import member
@@ -185,7 +185,7 @@ def test_cancel_a_pending_run(alice: User) -> None:
     runs.cancel_run(run, alice)
 
     run.refresh_from_db()
-    assert run.status == Run.Status.INTERRUPTED and run.cancel_requested == "interrupt"
+    assert run.status == Run.Status.CANCELLED and run.cancel_requested == "interrupt"
     assert Thread.objects.get(pk=run.thread_id).status == Thread.Status.IDLE
     with pytest.raises(Conflict):
         runs.cancel_run(run, alice)
@@ -202,7 +202,7 @@ def test_another_users_thread_is_not_found(alice: User) -> None:
     mallory = User.objects.create_user("mallory", password="x")
 
     with pytest.raises(ThreadNotFound):
-        runs.visible_thread(mallory, run.thread_id)
+        access.visible_thread(mallory, run.thread_id)
     with pytest.raises(ThreadNotFound):
         runs.start_run(graph="slow", user=mallory, thread_id=run.thread_id, input={})
 

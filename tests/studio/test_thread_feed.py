@@ -18,8 +18,7 @@ from django.test import Client
 
 from studio.asgi import application
 from studio.models import Run, Thread
-from studio.services import events as run_events
-from studio.services import thread_feed
+from studio.services import run_log, thread_feed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -40,7 +39,7 @@ def _owner_cookie_and_thread() -> tuple[bytes, str]:
 @sync_to_async
 def _append(thread_id: str, step: int) -> int:
     run = Run.objects.get(thread_id=thread_id)
-    return run_events.append(
+    return run_log.append(
         run, "task.end", {"node": "n", "step": step, "duration": 0.01}
     ).id
 
@@ -156,7 +155,7 @@ async def test_a_lost_notification_is_caught_up_once_for_all_sockets(
     sockets = [await _open(cookie, thread_id, "json") for _ in range(4)]
     await asyncio.sleep(0.3)
     # the layer drops the notification
-    monkeypatch.setattr(run_events, "publish", lambda record: None)
+    monkeypatch.setattr(run_log, "publish", lambda record: None)
     connect_reads = len(reads.calls)
 
     event_id = await _append(thread_id, 1)

@@ -20,10 +20,9 @@ from langchain_core.messages import AIMessageChunk, ToolMessage
 from engine import events as ev
 from studio.asgi import application
 from studio.models import Run, RunEvent, Thread
-from studio.services import events as run_events
-from studio.services import live, runs
+from studio.services import activity, run_log, runs
 from studio.services.graphs import runnable
-from studio.services.tokens import TOKEN, TokenRecorder, chunk_text
+from studio.services.model_tokens import TOKEN, TokenRecorder, chunk_text
 from tests._support.reviews import member
 from tests._support.studio import serve_graphs
 from tests._support.threads import drain
@@ -141,11 +140,11 @@ def test_the_activity_list_leaves_tokens_out_but_resumes_after_them() -> None:
     ada = member("ada")
     thread_id = ask(ada, "What is A-1002?")
     run = Run.objects.get(thread_id=thread_id)
-    late = run_events.append(
+    late = run_log.append(
         run, TOKEN, {"message_id": "m9", "node": "model", "delta": "x", "first": True}
     )
 
-    view = live.activity(thread_id, ())
+    view = activity.activity(thread_id, ())
 
     assert view.events and all(e["kind"] != TOKEN for e in view.events)
     assert view.events[0]["kind"] == "run.status"
@@ -159,7 +158,7 @@ def test_the_answer_being_written_shows_on_a_page_loaded_mid_run() -> None:
         thread=thread, graph="tool_agent", status=Run.Status.RUNNING
     )
     for index, piece in enumerate(["Order", " A-1001", " <b>totals</b>"]):
-        run_events.append(
+        run_log.append(
             run,
             TOKEN,
             {
@@ -172,7 +171,7 @@ def test_the_answer_being_written_shows_on_a_page_loaded_mid_run() -> None:
 
     html = client_for(ada).get(f"/threads/{thread.thread_id}/").content.decode()
 
-    dom_id = live.stream_dom_id("m-live")
+    dom_id = activity.stream_dom_id("m-live")
     assert f'id="{dom_id}-text">Order A-1001 &lt;b&gt;totals&lt;/b&gt;</p>' in html
     last = RunEvent.objects.filter(thread=thread).latest("id").id
     assert f'data-last-event="{last}"' in html
@@ -228,7 +227,7 @@ def _setup() -> tuple[bytes, str, Run]:
 
 @sync_to_async
 def _token(run: Run, delta: str, first: bool) -> int:
-    return run_events.append(
+    return run_log.append(
         run,
         TOKEN,
         {"message_id": "m-1", "node": "model", "delta": delta, "first": first},
@@ -250,7 +249,7 @@ async def test_tokens_arrive_over_the_socket_as_escaped_transcript_fragments() -
     second = await communicator.receive_from(timeout=3)
     await communicator.disconnect()
 
-    dom_id = live.stream_dom_id("m-1")
+    dom_id = activity.stream_dom_id("m-1")
     assert connected
     assert 'hx-swap-oob="beforeend:#transcript-stream"' in first
     assert f'<p class="message__text" id="{dom_id}-text">Hello</p>' in first

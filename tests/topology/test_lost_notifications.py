@@ -23,7 +23,7 @@ from django.test import Client
 from studio.asgi import application
 from studio.consumers import POLL_SECONDS
 from studio.models import Run, RunEvent, Thread
-from studio.services import events as run_events
+from studio.services import run_log
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -49,7 +49,7 @@ def _write_only(run: Run, kind: str, payload: dict[str, Any]) -> int:
 
 async def test_a_run_s_last_event_arrives_without_its_notification() -> None:
     cookie, run = await _running_thread()
-    started = await sync_to_async(run_events.append)(
+    started = await sync_to_async(run_log.append)(
         run, "run.status", {"status": "running", "attempt": 1}
     )
     communicator = WebsocketCommunicator(

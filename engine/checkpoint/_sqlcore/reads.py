@@ -28,15 +28,15 @@ from engine.checkpoint._blobs import (
     restore_structure,
     unpack_structure,
 )
-from engine.checkpoint._sqlcore.dialect import Op, Rows, SqlDialect, Stmt
-from engine.checkpoint._sqlcore.filters import metadata_condition
-from engine.checkpoint._writes import (
+from engine.checkpoint._pending_writes import (
     WRITES_CHANNEL,
     WRITES_TAG,
     is_packed,
     unpack_task_writes,
     unpack_writes,
 )
+from engine.checkpoint._sqlcore.dialect import Op, Rows, SqlDialect, Stmt
+from engine.checkpoint._sqlcore.filters import metadata_condition
 from engine.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,

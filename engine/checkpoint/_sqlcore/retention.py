@@ -11,6 +11,11 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from engine.checkpoint._blobs import load_stored, unpack_structure
+from engine.checkpoint._pending_writes import (
+    WRITES_CHANNEL,
+    WRITES_TAG,
+    unpack_task_writes,
+)
 from engine.checkpoint._retention import (
     BlobKey,
     live_blob_keys,
@@ -20,7 +25,6 @@ from engine.checkpoint._retention import (
 )
 from engine.checkpoint._sqlcore.dialect import Op, Rows, SqlDialect, Stmt
 from engine.checkpoint._sqlcore.filters import metadata_condition
-from engine.checkpoint._writes import WRITES_CHANNEL, WRITES_TAG, unpack_task_writes
 from engine.checkpoint.serde.base import SerializerProtocol
 
 __all__ = (

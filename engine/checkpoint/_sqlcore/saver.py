@@ -16,10 +16,10 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from engine._internal._typing import RunnableConfig
 from engine.checkpoint._lease import ThreadLease
-from engine.checkpoint._sqlcore import lease, reads, retention, writes
+from engine.checkpoint._sqlcore import lease, reads, retention, saves
 from engine.checkpoint._sqlcore.delta import delta_channel_history
 from engine.checkpoint._sqlcore.dialect import Batch, Op, Rows, SqlDialect, Stmt
-from engine.checkpoint._sqlcore.writes import TaskWrites
+from engine.checkpoint._sqlcore.saves import TaskWrites
 from engine.checkpoint.base import (
     BaseCheckpointSaver,
     ChannelVersions,
@@ -319,7 +319,7 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         before it left. When one entry fails, nothing of the batch is kept."""
         if not steps:
             return []
-        op = writes.put_steps(
+        op = saves.put_steps(
             self.dialect, self.serde, steps, default_ttl=self.default_ttl
         )
         return self._run(op, write=True)
@@ -332,7 +332,7 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         new_versions: ChannelVersions,
         task_writes: Sequence[TaskWrites] = (),
     ) -> Op[RunnableConfig]:
-        return writes.put(
+        return saves.put(
             self.dialect,
             self.serde,
             config,
@@ -514,7 +514,7 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
     ) -> builtins.list[RunnableConfig | None]:
         if not steps:
             return []
-        op = writes.put_steps(
+        op = saves.put_steps(
             self.dialect, self.serde, steps, default_ttl=self.default_ttl
         )
         return await self._arun(op, write=True)
@@ -558,6 +558,6 @@ def _writes_op(
     task_id: str,
     task_path: str,
 ) -> Op[None]:
-    return writes.put_writes(
+    return saves.put_writes(
         saver.dialect, saver.serde, config, task_writes, task_id, task_path
     )

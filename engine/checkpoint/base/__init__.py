@@ -84,7 +84,7 @@ WRITES_IDX_MAP = {ERROR: -1, INTERRUPT: -3, RESUME: -4}
 """Special writes are stored at fixed negative indexes so re-saving them replaces
 the previous value (a task has one error, one interrupt list, one resume list).
 A task's regular writes are one unit: a re-save keeps the first set, as a whole
-(see ``engine.checkpoint._writes``)."""
+(see ``engine.checkpoint._pending_writes``)."""
 
 EXCLUDED_METADATA_KEYS = frozenset(
     {

@@ -3,7 +3,7 @@
 Each call borrows a connection, runs one transaction and gives it back; no
 connection is held between calls (nor between the pages of ``list()``). Writes
 are fenced per thread with a transaction-scoped advisory lock (see
-``_sqlcore.writes``); the schema is created and upgraded by numbered migrations
+``_sqlcore.saves``); the schema is created and upgraded by numbered migrations
 in :meth:`PostgresSaver.setup`. See ``_sql.py`` for the tables and why payloads
 are BYTEA with a JSONB projection of the metadata.
 

@@ -12,8 +12,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from studio.api import tokens
 from studio.errors import InvalidInput
+from studio.services import api_tokens
 
 
 class Command(BaseCommand):
@@ -37,7 +37,7 @@ class Command(BaseCommand):
                 f"User {username!r} is inactive: a token would not authenticate."
             )
         try:
-            issued = tokens.issue(user, name)
+            issued = api_tokens.issue(user, name)
         except InvalidInput as exc:
             raise CommandError(exc.message) from None
         self.stdout.write(issued.secret)

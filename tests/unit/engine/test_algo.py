@@ -31,7 +31,7 @@ from engine.pregel._algo import (
     prepare_next_tasks,
     task_path_str,
 )
-from engine.pregel._call import NodeCallable
+from engine.pregel._node_callable import NodeCallable
 from engine.pregel._read import PregelNode
 from engine.types import Send
 

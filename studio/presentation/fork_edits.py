@@ -26,8 +26,8 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from studio import json_input
 from studio.input_fields import InputField, input_fields
+from studio.presentation.diff import MISSING, Kind, plain
 from studio.presenters import ForkField
-from studio.services.diff import MISSING, Kind, plain
 
 __all__ = ("FIELD_PREFIX", "BoundFork", "bind_fork", "fork_fields")
 

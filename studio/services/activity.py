@@ -1,4 +1,4 @@
-"""Run events as plain data for live views (WebSocket fragments, JSON clients, the page).
+"""The Activity feed: run events as plain data for live views (sockets, JSON clients, the page).
 
 The thread page seeds its Activity panel with :func:`activity` (the newest events,
 newest first, the last run status to pin above them, and the id of the last
@@ -6,7 +6,7 @@ event), then the thread's WebSocket sends what follows (``studio.consumers``),
 each event rendered by ``components/_run_event.html`` from :func:`event_view`.
 ``stream`` events (chunks recorded for API clients' SSE) are not activity:
 neither lists them. ``token`` events (a model's streamed text,
-``studio.services.tokens``) go to the page's transcript, not to the Activity
+``studio.services.model_tokens``) go to the page's transcript, not to the Activity
 list: the socket sends them (``components/_token.html``), the list leaves them
 out, and the page's last event id counts them so a reconnect does not repeat
 them.
@@ -29,7 +29,7 @@ from typing import Any
 
 from studio.models import Run, RunEvent
 from studio.presenters import ActivityView, NodeState
-from studio.services.tokens import TOKEN
+from studio.services.model_tokens import TOKEN
 
 __all__ = (
     "ACTIVITY_LIMIT",
@@ -87,7 +87,7 @@ def run_display_status(payload: dict[str, Any]) -> str:
         return "interrupted" if payload.get("interrupted") else "done"
     if status in (Run.Status.ERROR, Run.Status.TIMEOUT):
         return "failed"
-    if status == Run.Status.INTERRUPTED:
+    if status == Run.Status.CANCELLED:
         return "cancelled"
     return str(status or "")
 

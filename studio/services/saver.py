@@ -1,4 +1,4 @@
-"""The process's checkpointer, from settings: SQLite file embedded, Postgres scale-out.
+"""The process's checkpoint saver, from settings: SQLite file embedded, Postgres scale-out.
 
 One saver per process, created on first use and shared by the web views and
 the workers of that process.
@@ -7,6 +7,7 @@ the workers of that process.
 from __future__ import annotations
 
 import threading
+from contextlib import AbstractContextManager
 from typing import Any
 
 from django.conf import settings
@@ -44,6 +45,7 @@ def get_saver() -> BaseCheckpointSaver:
     with _lock:
         if _saver is None:
             dsn = _postgres_dsn()
+            manager: AbstractContextManager[BaseCheckpointSaver]
             if dsn is not None:
                 from engine.checkpoint.postgres import PostgresSaver  # noqa: PLC0415
 

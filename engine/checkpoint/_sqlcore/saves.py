@@ -21,7 +21,7 @@ put_writes. Semantics are InMemorySaver's, statement for statement.
   back (see ``reads.load_checkpoint``), with its versions packed
   (``_blobs.pack_structure``); its values are rows of ``engine_checkpoint_blobs``
   (scalars too, unless ``_blobs.INLINE_SCALARS``). A task's writes are one row
-  for its regular writes and one per special write (``engine.checkpoint._writes``);
+  for its regular writes and one per special write (``engine.checkpoint._pending_writes``);
   the regular writes a fenced ``put_step`` saves with the checkpoint that follows
   them go in that checkpoint's row (``parent_writes``) instead.
 """
@@ -46,8 +46,8 @@ from engine.checkpoint._blobs import (
     stored_structure,
 )
 from engine.checkpoint._lease import held_lease, lease_lost
+from engine.checkpoint._pending_writes import encode_task_writes, pack_task_writes
 from engine.checkpoint._sqlcore.dialect import Op, Rows, SqlDialect, Stmt
-from engine.checkpoint._writes import encode_task_writes, pack_task_writes
 from engine.checkpoint.base import (
     EXPECTED_HEAD,
     ChannelVersions,
@@ -251,7 +251,7 @@ def put_writes(
 
     Regular writes are idempotent (a second save of a task's regular writes keeps
     the first set, as a whole); special writes (error, interrupt, resume) replace.
-    See ``engine.checkpoint._writes``.
+    See ``engine.checkpoint._pending_writes``.
     """
     entry = _prepare_writes(serde, config, [(task_id, task_path, writes)])
     if entry.write_rows:

@@ -26,7 +26,7 @@ from engine._internal._ids import task_id_for
 from engine._internal._scope import TaskScope
 from engine._internal._typing import MISSING
 from engine.pregel._algo import PregelExecutableTask, task_ns, task_path_str
-from engine.pregel._call import NodeCallable, is_async_callable
+from engine.pregel._node_callable import NodeCallable, is_async_callable
 from engine.pregel._persist import background_pool
 from engine.pregel._read import PregelNode
 from engine.pregel._retry import arun_task, run_task

@@ -20,7 +20,7 @@ The SQL savers keep the regular writes that ``put_step`` saves together with the
 step's checkpoint in that checkpoint's row (``parent_writes``: they belong to its
 parent) rather than in a row of their own: ``pack_task_writes`` puts the tasks'
 packed entries side by side, after a header line ``[[task_id, task_path, size],
-...]``. See ``engine.checkpoint._sqlcore.writes``.
+...]``. See ``engine.checkpoint._sqlcore.saves``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Run events: engine events made JSON, stored in order, then published to the thread's group.
+"""The run event log: engine events made JSON, stored in order, then published to the thread's group.
 
 The table is the truth; the Channels layer is at-most-once. A browser that
 (re)connects asks for the events after the last id it saw.
@@ -7,7 +7,7 @@ Two families share the table: the activity feed's kinds (:func:`as_record`:
 ``task.start``, ``task.end``, ``step``, ``checkpoint``, ``interrupt``,
 ``custom``, ``run.status``) and ``stream`` events, the chunks of the stream
 modes an API client asked for (:class:`StreamRecorder`), which the SSE views
-serve and the HTML feed never shows (``studio.services.live`` and the thread
+serve and the HTML feed never shows (``studio.services.activity`` and the thread
 consumer leave them out).
 """
 
@@ -22,7 +22,7 @@ from engine import events as ev
 from engine.checkpoint.serde.jsonplus import JsonPlusSerializer
 from studio.groups import thread_group
 from studio.models import Run, RunEvent
-from studio.services.diff import plain
+from studio.presentation.diff import plain
 from studio.services.group_send import group_send
 
 __all__ = (
@@ -356,6 +356,6 @@ class EventWriter:
         batch, self.pending = self.pending, []
         created = RunEvent.objects.bulk_create(batch)
         last = created[-1]
-        if last.id is None:  # a backend that does not return ids: read it back
+        if not last.pk:  # a backend that does not return ids: read it back
             last = RunEvent.objects.filter(run=self.run).order_by("-id").first() or last
         publish(last)

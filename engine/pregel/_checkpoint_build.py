@@ -1,0 +1,209 @@
+"""Building checkpoints: the snapshot a saver may keep (only changed channels
+serialized again), append-only deltas, and what a step wrote, by node.
+
+Pure over the loop's state: the loop hands what is built here to the saver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine._internal._constants import (
+    CONF,
+    CONFIG_KEY_CHECKPOINT_ID,
+    CONFIG_KEY_CHECKPOINT_MAP,
+    CONFIG_KEY_CHECKPOINT_NS,
+    CONFIG_KEY_THREAD_ID,
+)
+from engine._internal._ids import new_checkpoint_id
+from engine._internal._typing import MISSING, RunnableConfig
+from engine.checkpoint.base import EXPECTED_HEAD, Checkpoint
+from engine.constants import TAG_HIDDEN
+from engine.pregel._algo import PregelExecutableTask, next_names
+from engine.pregel._delta import (
+    COUNTERS_KEY,
+    advance_counters,
+    channels_to_snapshot,
+    reset_counters,
+)
+from engine.pregel._loop_state import LoopState, now_iso
+
+__all__ = ("CheckpointBuilder",)
+
+
+class CheckpointBuilder(LoopState):
+    """Makes the next checkpoint from the working one."""
+
+    def _config_for(self, checkpoint_id: str) -> RunnableConfig:
+        return {
+            CONF: {
+                CONFIG_KEY_THREAD_ID: self.thread_id,
+                CONFIG_KEY_CHECKPOINT_NS: self.checkpoint_ns,
+                CONFIG_KEY_CHECKPOINT_ID: checkpoint_id,
+            }
+        }
+
+    def _step_writes(
+        self, tasks: Sequence[PregelExecutableTask]
+    ) -> dict[str, list[str]] | None:
+        """What the step wrote, by node: the state keys (values live in pending writes).
+
+        Recording keys, not values, keeps metadata small and stores each value once.
+        """
+        if self.checkpointer is None:
+            return None
+        state_keys = self.graph.output_channel_set | set(
+            (self.stream_keys,)
+            if isinstance(self.stream_keys, str)
+            else self.stream_keys
+        )
+        writes: dict[str, list[str]] = {}
+        for task in tasks:
+            if TAG_HIDDEN in task.node.tags:
+                continue
+            keys = writes.setdefault(task.name, [])
+            for chan, _ in task.writes:
+                if chan in state_keys and chan not in keys:
+                    keys.append(chan)
+        return writes
+
+    def _snapshot(self) -> Checkpoint:
+        """A copy of the working checkpoint the saver may keep (values shared, dicts fresh)."""
+        working = self.checkpoint
+        values = dict(self._saved_values)
+        channels = self.channels
+        for chan in self._bumped if self._bumped is not None else channels.keys():
+            value = channels[chan].checkpoint()
+            if value is MISSING:
+                values.pop(chan, None)
+            else:
+                values[chan] = value
+        self._saved_values = values
+        snapshot = Checkpoint(
+            v=working.get("v", 4),
+            id=working["id"],
+            ts=working["ts"],
+            channel_values=values,
+            channel_versions=dict(working["channel_versions"]),
+            versions_seen={k: dict(v) for k, v in working["versions_seen"].items()},
+            updated_channels=working.get("updated_channels"),
+        )
+        if self.graph.schema_version is not None:
+            snapshot["schema_version"] = self.graph.schema_version
+        return snapshot
+
+    def _deltas(self, new_versions: Mapping[str, Any]) -> dict[str, tuple[Any, int]]:
+        deltas: dict[str, tuple[Any, int]] = {}
+        saved = self._saved_versions
+        for chan in new_versions:
+            base = getattr(self.channels[chan], "append_base", None)
+            if base is not None and chan in saved:
+                deltas[chan] = (saved[chan], base)
+        return deltas
+
+    def _store_delta_snapshots(
+        self, snapshot: Checkpoint, metadata: dict[str, Any], changed: Mapping[str, Any]
+    ) -> None:
+        """Put the delta channels due a snapshot in ``snapshot`` (see ``_delta``)."""
+        counters = metadata.get(COUNTERS_KEY) or {}
+        replayable = (
+            metadata.get("source") == "loop"
+            and self.durability != "exit"
+            and self._fence
+        )
+        chosen = channels_to_snapshot(
+            self.channels, self._delta_names, counters, changed, replayable=replayable
+        )
+        if chosen:
+            values = dict(snapshot["channel_values"])
+            for name in chosen:
+                values[name] = self.channels[name].get()
+            snapshot["channel_values"] = values
+        reset_counters(metadata, counters, chosen)
+
+    def _stamp_checkpoint(self, source: str, writes: Any) -> dict[str, Any]:
+        """Make the working checkpoint the current step's: a new id, its metadata
+        (returned), and the configs that address it and its parent."""
+        checkpoint = self.checkpoint
+        checkpoint["id"] = new_checkpoint_id(self.step)
+        checkpoint["ts"] = now_iso()
+        checkpoint["updated_channels"] = (
+            sorted(self.updated_channels) if self.updated_channels is not None else None
+        )
+        metadata: dict[str, Any] = {
+            **{
+                k: v
+                for k, v in self.config.get("metadata", {}).items()
+                if _plain(v) and not k.startswith(("langgraph_", "__"))
+            },
+            "source": source,
+            "step": self.step,
+            "parents": {
+                ns: cid
+                for ns, cid in self.configurable.get(
+                    CONFIG_KEY_CHECKPOINT_MAP, {}
+                ).items()
+                if ns != self.checkpoint_ns
+            },
+        }
+        if writes is not None:
+            metadata["writes"] = writes
+        # Plan the next step now (the tick reuses it) so the checkpoint can say
+        # which nodes run next: history reads that without re-planning.
+        self._planned = self._plan(checkpoint, self.step + 1)
+        self._planned_for = (checkpoint["id"], self.step + 1)
+        metadata["next"] = next_names(self._planned, self.graph.node_index)
+        if self._delta_names:
+            metadata[COUNTERS_KEY] = advance_counters(
+                self.checkpoint_metadata.get(COUNTERS_KEY),
+                self._delta_names,
+                self.updated_channels,
+            )
+        self.checkpoint_metadata = metadata  # type: ignore[assignment]
+        self.prev_checkpoint_config = (
+            self._config_for(self._last_saved_id)
+            if self._last_saved_id is not None
+            else None
+        )
+        self.checkpoint_config = {
+            **self.checkpoint_config,
+            CONF: {
+                **self.checkpoint_config.get(CONF, {}),
+                CONFIG_KEY_THREAD_ID: self.thread_id,
+                CONFIG_KEY_CHECKPOINT_NS: self.checkpoint_ns,
+                CONFIG_KEY_CHECKPOINT_ID: checkpoint["id"],
+            },
+        }
+        return metadata
+
+    def _step_snapshot(
+        self, metadata: dict[str, Any]
+    ) -> tuple[Checkpoint, dict[str, Any], RunnableConfig]:
+        """What to save for the current checkpoint: the snapshot, the versions of the
+        channels it changed, and the config naming its parent (fenced at the
+        thread's head unless the save starts a branch)."""
+        snapshot = self._snapshot()
+        parent_id = self._last_saved_id
+        new_versions = {
+            c: snapshot["channel_versions"][c]
+            for c in (self._bumped or ())
+            if c in snapshot["channel_versions"]
+        }
+        if deltas := self._deltas(new_versions):
+            snapshot["channel_deltas"] = deltas
+        if self._delta_names:
+            self._store_delta_snapshots(snapshot, metadata, new_versions)
+        conf: dict[str, Any] = {
+            CONFIG_KEY_THREAD_ID: self.thread_id,
+            CONFIG_KEY_CHECKPOINT_NS: self.checkpoint_ns,
+        }
+        if parent_id is not None:
+            conf[CONFIG_KEY_CHECKPOINT_ID] = parent_id
+        if self._fence:
+            conf[EXPECTED_HEAD] = parent_id
+        return snapshot, new_versions, {CONF: conf}
+
+
+def _plain(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool)) or value is None

@@ -1,0 +1,201 @@
+"""``stream_events`` / ``astream_events``: a run as typed :mod:`engine.events`.
+
+The typed events and the chunks of any ``stream_mode`` asked for come in the
+order the run makes them; the run ends with :class:`~engine.events.RunFinished`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from engine import events as ev
+from engine._internal._scope import current_scope
+from engine._internal._typing import RunnableConfig
+from engine.pregel._drive import (
+    adrive,
+    async_sink,
+    drive,
+    forwarding,
+    make_loop,
+    parent_sink,
+)
+from engine.pregel._io import stream_modes
+from engine.pregel._loop import PregelLoop
+from engine.runtime import RunControl
+from engine.types import (
+    All,
+    Durability,
+    StreamMode,
+)
+
+if TYPE_CHECKING:
+    from engine.pregel.main import Pregel
+
+__all__ = ("atyped_events", "events_options", "typed_events", "v3_options")
+
+_EVENT_MODES = frozenset({"events", "custom"})
+_NO_PARTS: frozenset[str] = frozenset()
+
+
+def typed_events(
+    graph: Pregel,
+    input: Any,
+    config: RunnableConfig | None,
+    *,
+    context: Any,
+    interrupt_before: All | Sequence[str] | None,
+    interrupt_after: All | Sequence[str] | None,
+    durability: Durability | None,
+    stream_mode: StreamMode | Sequence[StreamMode] | None,
+    subgraphs: bool,
+    control: RunControl | None,
+) -> Iterator[ev.RunEvent]:
+    modes, parts = _event_modes(stream_mode)
+    chunks: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    loop = make_loop(
+        graph,
+        input,
+        config,
+        context=context,
+        modes=modes,
+        sink=forwarding(chunks.put, parent_sink(current_scope(), config)),
+        output_keys=None,
+        interrupt_before=interrupt_before,
+        interrupt_after=interrupt_after,
+        durability=durability,
+        is_async=False,
+        control=control,
+    )
+    try:
+        if not parts:
+            for ns, mode, payload in drive(graph, loop, chunks, True):
+                event = _as_event(ns, mode, payload)
+                if event is not None:
+                    yield event
+        else:
+            for ns, mode, payload in drive(graph, loop, chunks, True):
+                if mode in parts and (subgraphs or not ns):
+                    yield ev.StreamPart(ns, mode, payload)
+                event = _as_event(ns, mode, payload)
+                if event is not None:
+                    yield event
+    except GeneratorExit:
+        raise  # the consumer stopped listening: nothing more to say
+    except BaseException as exc:
+        yield ev.RunFinished(
+            loop.ns, "error", f"{type(exc).__name__}: {exc}", time.time()
+        )
+        raise
+    yield ev.RunFinished(loop.ns, _final_status(loop), None, time.time())
+
+
+async def atyped_events(
+    graph: Pregel,
+    input: Any,
+    config: RunnableConfig | None,
+    *,
+    context: Any,
+    interrupt_before: All | Sequence[str] | None,
+    interrupt_after: All | Sequence[str] | None,
+    durability: Durability | None,
+    stream_mode: StreamMode | Sequence[StreamMode] | None,
+    subgraphs: bool,
+    control: RunControl | None,
+) -> AsyncIterator[ev.RunEvent]:
+    modes, parts = _event_modes(stream_mode)
+    chunks: asyncio.Queue[Any] = asyncio.Queue()
+    sink = async_sink(chunks)
+    loop = make_loop(
+        graph,
+        input,
+        config,
+        context=context,
+        modes=modes,
+        sink=forwarding(sink, parent_sink(current_scope(), config)),
+        output_keys=None,
+        interrupt_before=interrupt_before,
+        interrupt_after=interrupt_after,
+        durability=durability,
+        is_async=True,
+        control=control,
+    )
+    try:
+        async for ns, mode, payload in adrive(graph, loop, chunks):
+            if parts and mode in parts and (subgraphs or not ns):
+                yield ev.StreamPart(ns, mode, payload)
+            event = _as_event(ns, mode, payload)
+            if event is not None:
+                yield event
+    except GeneratorExit:
+        raise  # the consumer stopped listening: nothing more to say
+    except BaseException as exc:
+        yield ev.RunFinished(
+            loop.ns, "error", f"{type(exc).__name__}: {exc}", time.time()
+        )
+        raise
+    yield ev.RunFinished(loop.ns, _final_status(loop), None, time.time())
+
+
+def events_options(version: str, kwargs: dict[str, Any]) -> RunControl | None:
+    """Check ``stream_events``' version and extra options; returns ``control``."""
+    if version not in ("v1", "v2"):
+        raise ValueError(f"Unknown stream_events version {version!r}")
+    control = kwargs.pop("control", None)
+    if kwargs:
+        raise TypeError(
+            f"stream_events() got unexpected keyword arguments: {sorted(kwargs)}"
+        )
+    return control  # type: ignore[no-any-return]
+
+
+def v3_options(
+    kwargs: dict[str, Any],
+    context: Any,
+    interrupt_before: All | Sequence[str] | None,
+    interrupt_after: All | Sequence[str] | None,
+    durability: Durability | None,
+    stream_mode: StreamMode | Sequence[StreamMode] | None,
+    subgraphs: bool,
+) -> dict[str, Any]:
+    """``stream()`` options of a v3 run; ``stream_mode``/``subgraphs`` are passed on
+    only when given, so that the v3 starter refuses them."""
+    options: dict[str, Any] = {
+        **kwargs,
+        "context": context,
+        "interrupt_before": interrupt_before,
+        "interrupt_after": interrupt_after,
+        "durability": durability,
+    }
+    if stream_mode is not None:
+        options["stream_mode"] = stream_mode
+    if subgraphs:
+        options["subgraphs"] = subgraphs
+    return options
+
+
+def _event_modes(
+    stream_mode: StreamMode | Sequence[StreamMode] | None,
+) -> tuple[frozenset[str], frozenset[str]]:
+    """The loop's modes for ``stream_events`` and the modes yielded as StreamParts."""
+    if stream_mode is None:
+        return _EVENT_MODES, _NO_PARTS
+    parts, _ = stream_modes(stream_mode)
+    return _EVENT_MODES | parts, parts
+
+
+def _as_event(ns: tuple[str, ...], mode: str, payload: Any) -> Any:
+    if mode == "events":
+        return payload
+    if mode == "custom":
+        return ev.Custom(ns, payload)
+    return None
+
+
+def _final_status(loop: PregelLoop) -> Literal["done", "interrupted"]:
+    if loop.status in ("interrupted", "interrupt_before", "interrupt_after"):
+        return "interrupted"
+    return "done"
