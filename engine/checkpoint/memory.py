@@ -3,7 +3,8 @@
 For tests, notebooks and the embedded studio's throwaway threads. Values go
 through the serializer on the way in, so what works here works in SQLite and
 Postgres too. With ``factory=`` the tables can be kept elsewhere, e.g. in a
-:class:`PersistentDict` saved to a file on exit.
+:class:`PersistentDict` saved to a file on exit. Thread leases (held in process
+only) come from ``_memory_leases``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from engine.checkpoint._blobs import (
     pack_structure,
     unpack_structure,
 )
-from engine.checkpoint._lease import LeaseTable, ThreadLease
+from engine.checkpoint._lease import LeaseTable
+from engine.checkpoint._memory_leases import MemoryLeases
 from engine.checkpoint._pending_writes import (
     encode_task_writes,
     is_packed,
@@ -82,7 +84,7 @@ class _Plan(NamedTuple):
     blobs: dict[tuple[str, str, str, str], BlobRecord]
 
 
-class InMemorySaver(BaseCheckpointSaver):
+class InMemorySaver(MemoryLeases, BaseCheckpointSaver):
     """Keeps checkpoints in a dict. Thread-safe; not shared between processes.
 
     Args:
@@ -669,50 +671,6 @@ class InMemorySaver(BaseCheckpointSaver):
             for thread_id in expired:
                 self.delete_thread(thread_id)
         return sorted(expired)
-
-    # -- thread leases (one process: a dict under the saver's lock) -----------------
-
-    supports_leases = True
-
-    def acquire_lease(
-        self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
-    ) -> ThreadLease:
-        with self.lock:
-            return self.leases.acquire(str(thread_id), checkpoint_ns, holder, seconds)
-
-    def renew_lease(
-        self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
-    ) -> bool:
-        with self.lock:
-            return self.leases.renew(str(thread_id), checkpoint_ns, holder, seconds)
-
-    def release_lease(self, thread_id: str, checkpoint_ns: str, holder: str) -> None:
-        with self.lock:
-            self.leases.release(str(thread_id), checkpoint_ns, holder)
-
-    def get_lease(self, thread_id: str, checkpoint_ns: str) -> ThreadLease | None:
-        with self.lock:
-            return self.leases.get(str(thread_id), checkpoint_ns)
-
-    async def aacquire_lease(
-        self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
-    ) -> ThreadLease:
-        return self.acquire_lease(thread_id, checkpoint_ns, holder, seconds)
-
-    async def arenew_lease(
-        self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
-    ) -> bool:
-        return self.renew_lease(thread_id, checkpoint_ns, holder, seconds)
-
-    async def arelease_lease(
-        self, thread_id: str, checkpoint_ns: str, holder: str
-    ) -> None:
-        self.release_lease(thread_id, checkpoint_ns, holder)
-
-    async def aget_lease(
-        self, thread_id: str, checkpoint_ns: str
-    ) -> ThreadLease | None:
-        return self.get_lease(thread_id, checkpoint_ns)
 
     # -- async twins ---------------------------------------------------------------
 

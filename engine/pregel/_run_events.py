@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from engine import events as ev
@@ -24,7 +24,7 @@ from engine.pregel._drive import (
     parent_sink,
 )
 from engine.pregel._io import stream_modes
-from engine.pregel._loop import PregelLoop
+from engine.pregel._loop import PregelLoop, StreamChunk
 from engine.runtime import RunControl
 from engine.types import (
     All,
@@ -54,20 +54,18 @@ def typed_events(
     subgraphs: bool,
     control: RunControl | None,
 ) -> Iterator[ev.RunEvent]:
-    modes, parts = _event_modes(stream_mode)
     chunks: queue.SimpleQueue[Any] = queue.SimpleQueue()
-    loop = make_loop(
+    loop, parts = _events_loop(
         graph,
         input,
         config,
+        chunks.put,
+        is_async=False,
         context=context,
-        modes=modes,
-        sink=forwarding(chunks.put, parent_sink(current_scope(), config)),
-        output_keys=None,
         interrupt_before=interrupt_before,
         interrupt_after=interrupt_after,
         durability=durability,
-        is_async=False,
+        stream_mode=stream_mode,
         control=control,
     )
     try:
@@ -86,11 +84,9 @@ def typed_events(
     except GeneratorExit:
         raise  # the consumer stopped listening: nothing more to say
     except BaseException as exc:
-        yield ev.RunFinished(
-            loop.ns, "error", f"{type(exc).__name__}: {exc}", time.time()
-        )
+        yield _run_failed(loop, exc)
         raise
-    yield ev.RunFinished(loop.ns, _final_status(loop), None, time.time())
+    yield _run_finished(loop)
 
 
 async def atyped_events(
@@ -106,21 +102,18 @@ async def atyped_events(
     subgraphs: bool,
     control: RunControl | None,
 ) -> AsyncIterator[ev.RunEvent]:
-    modes, parts = _event_modes(stream_mode)
     chunks: asyncio.Queue[Any] = asyncio.Queue()
-    sink = async_sink(chunks)
-    loop = make_loop(
+    loop, parts = _events_loop(
         graph,
         input,
         config,
+        async_sink(chunks),
+        is_async=True,
         context=context,
-        modes=modes,
-        sink=forwarding(sink, parent_sink(current_scope(), config)),
-        output_keys=None,
         interrupt_before=interrupt_before,
         interrupt_after=interrupt_after,
         durability=durability,
-        is_async=True,
+        stream_mode=stream_mode,
         control=control,
     )
     try:
@@ -133,11 +126,54 @@ async def atyped_events(
     except GeneratorExit:
         raise  # the consumer stopped listening: nothing more to say
     except BaseException as exc:
-        yield ev.RunFinished(
-            loop.ns, "error", f"{type(exc).__name__}: {exc}", time.time()
-        )
+        yield _run_failed(loop, exc)
         raise
-    yield ev.RunFinished(loop.ns, _final_status(loop), None, time.time())
+    yield _run_finished(loop)
+
+
+def _events_loop(
+    graph: Pregel,
+    input: Any,
+    config: RunnableConfig | None,
+    put: Callable[[StreamChunk], None],
+    *,
+    is_async: bool,
+    context: Any,
+    interrupt_before: All | Sequence[str] | None,
+    interrupt_after: All | Sequence[str] | None,
+    durability: Durability | None,
+    stream_mode: StreamMode | Sequence[StreamMode] | None,
+    control: RunControl | None,
+) -> tuple[PregelLoop, frozenset[str]]:
+    """What :func:`typed_events` and :func:`atyped_events` share: the run's loop
+    (its chunks go to ``put``, and to a parent run that asked for them) and the
+    modes yielded as ``StreamPart`` events."""
+    modes, parts = _event_modes(stream_mode)
+    loop = make_loop(
+        graph,
+        input,
+        config,
+        context=context,
+        modes=modes,
+        sink=forwarding(put, parent_sink(current_scope(), config)),
+        output_keys=None,
+        interrupt_before=interrupt_before,
+        interrupt_after=interrupt_after,
+        durability=durability,
+        is_async=is_async,
+        control=control,
+    )
+    return loop, parts
+
+
+def _run_failed(loop: PregelLoop, exc: BaseException) -> ev.RunFinished:
+    """The closing event of a run that raised ``exc``."""
+    return ev.RunFinished(loop.ns, "error", f"{type(exc).__name__}: {exc}", time.time())
+
+
+def _run_finished(loop: PregelLoop) -> ev.RunFinished:
+    """The closing event of a run that ended or paused."""
+    return ev.RunFinished(loop.ns, _final_status(loop), None, time.time())
 
 
 def events_options(version: str, kwargs: dict[str, Any]) -> RunControl | None:

@@ -11,7 +11,7 @@ a subgraph's config find the subgraph. Worked out once, at compile time.
 from __future__ import annotations
 
 from types import CodeType, FunctionType, ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from engine._internal._constants import (
     CONF,
@@ -43,6 +43,12 @@ class CompiledGraph:
     module needs no import of it)."""
 
     __slots__ = ()
+
+    @property
+    def _as_pregel(self) -> Pregel:
+        """This object typed as the ``Pregel`` it is a base class of (for the
+        ``Pregel`` method classes, whose functions take a ``Pregel``)."""
+        return cast("Pregel", self)
 
 
 def _is_graph(value: Any) -> bool:

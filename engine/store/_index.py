@@ -17,7 +17,6 @@ from typing import Any, NamedTuple, cast, get_args
 
 from engine.store._ops import Plan, PutPlan, SearchPlan
 from engine.store.base import (
-    DistanceType,
     Embeddings,
     IndexConfig,
     InvalidStoreInputError,
@@ -25,6 +24,7 @@ from engine.store.base import (
     get_text_at_path,
     tokenize_path,
 )
+from engine.store.base._types import DistanceType
 
 __all__ = (
     "BatchVectors",

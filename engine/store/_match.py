@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.store._ops import Condition
-from engine.store.base import WILDCARD, MatchCondition
+from engine.store.base import MatchCondition
+from engine.store.base._types import WILDCARD
 
 __all__ = (
     "json_equal",

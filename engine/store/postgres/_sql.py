@@ -27,7 +27,8 @@ import orjson
 
 from engine.store._index import FieldVector, norm, unit
 from engine.store._ops import SERDE, Condition, GetPlan, ListPlan, PutPlan, SearchPlan
-from engine.store.base import WILDCARD, DistanceType, Item, MatchCondition, SearchItem
+from engine.store.base import Item, MatchCondition, SearchItem
+from engine.store.base._types import WILDCARD, DistanceType
 
 __all__ = (
     "CREATE_MIGRATIONS_TABLE",
