@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from engine.agents.middleware._retry import (
-    RetryOn,
-    backoff_delay,
-    should_retry,
-    validate_retry_args,
-)
+from engine.agents.middleware._retry import RetryOn, RetrySchedule
 from engine.agents.middleware.types import AgentMiddleware, ModelRequest, ModelResponse
-from engine.errors import GraphBubbleUp
 from engine.prebuilt._chat import ai_message
 
 __all__ = ("ModelRetryMiddleware",)
@@ -48,23 +40,15 @@ class ModelRetryMiddleware(AgentMiddleware[Any, Any]):
         max_delay: float = 60.0,
         jitter: bool = True,
     ) -> None:
-        validate_retry_args(max_retries, initial_delay, max_delay, backoff_factor)
-        self.max_retries = max_retries
-        self.retry_on = retry_on
-        self.on_failure = on_failure
-        self.backoff_factor = backoff_factor
-        self.initial_delay = initial_delay
-        self.max_delay = max_delay
-        self.jitter = jitter
-
-    def _delay(self, retry: int) -> float:
-        return backoff_delay(
-            retry,
-            initial_delay=self.initial_delay,
-            backoff_factor=self.backoff_factor,
-            max_delay=self.max_delay,
-            jitter=self.jitter,
+        self.schedule = RetrySchedule(
+            max_retries=max_retries,
+            retry_on=retry_on,
+            backoff_factor=backoff_factor,
+            initial_delay=initial_delay,
+            max_delay=max_delay,
+            jitter=jitter,
         )
+        self.on_failure = on_failure
 
     def _failed(self, error: Exception, attempts: int) -> ModelResponse:
         if self.on_failure == "error":
@@ -81,35 +65,11 @@ class ModelRetryMiddleware(AgentMiddleware[Any, Any]):
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
-        for attempt in range(self.max_retries + 1):
-            try:
-                return handler(request)
-            except GraphBubbleUp:
-                raise
-            except Exception as error:
-                if (
-                    not should_retry(error, self.retry_on)
-                    or attempt == self.max_retries
-                ):
-                    return self._failed(error, attempt + 1)
-                time.sleep(self._delay(attempt))
-        raise AssertionError("unreachable")  # pragma: no cover
+        return self.schedule.run(lambda: handler(request), self._failed)
 
     async def awrap_model_call(
         self,
         request: ModelRequest,
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
-        for attempt in range(self.max_retries + 1):
-            try:
-                return await handler(request)
-            except GraphBubbleUp:
-                raise
-            except Exception as error:
-                if (
-                    not should_retry(error, self.retry_on)
-                    or attempt == self.max_retries
-                ):
-                    return self._failed(error, attempt + 1)
-                await asyncio.sleep(self._delay(attempt))
-        raise AssertionError("unreachable")  # pragma: no cover
+        return await self.schedule.arun(lambda: handler(request), self._failed)

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
-from engine.agents.middleware._retry import (
-    RetryOn,
-    backoff_delay,
-    should_retry,
-    validate_retry_args,
-)
+from engine.agents.middleware._retry import RetryOn, RetrySchedule
 from engine.agents.middleware.types import AgentMiddleware, ToolCallRequest
-from engine.errors import GraphBubbleUp
 from engine.prebuilt._chat import tool_message
 
 __all__ = ("ToolRetryMiddleware",)
@@ -49,8 +41,14 @@ class ToolRetryMiddleware(AgentMiddleware[Any, Any]):
         max_delay: float = 60.0,
         jitter: bool = True,
     ) -> None:
-        validate_retry_args(max_retries, initial_delay, max_delay, backoff_factor)
-        self.max_retries = max_retries
+        self.schedule = RetrySchedule(
+            max_retries=max_retries,
+            retry_on=retry_on,
+            backoff_factor=backoff_factor,
+            initial_delay=initial_delay,
+            max_delay=max_delay,
+            jitter=jitter,
+        )
         self.tool_names = (
             None
             if tools is None
@@ -61,25 +59,11 @@ class ToolRetryMiddleware(AgentMiddleware[Any, Any]):
                 for t in tools
             }
         )
-        self.retry_on = retry_on
         self.on_failure = on_failure
-        self.backoff_factor = backoff_factor
-        self.initial_delay = initial_delay
-        self.max_delay = max_delay
-        self.jitter = jitter
 
     def _applies(self, request: ToolCallRequest) -> bool:
         return (
             self.tool_names is None or request.tool_call.get("name") in self.tool_names
-        )
-
-    def _delay(self, retry: int) -> float:
-        return backoff_delay(
-            retry,
-            initial_delay=self.initial_delay,
-            backoff_factor=self.backoff_factor,
-            max_delay=self.max_delay,
-            jitter=self.jitter,
         )
 
     def _failed(self, request: ToolCallRequest, error: Exception, attempts: int) -> Any:
@@ -102,19 +86,10 @@ class ToolRetryMiddleware(AgentMiddleware[Any, Any]):
     ) -> Any:
         if not self._applies(request):
             return handler(request)
-        for attempt in range(self.max_retries + 1):
-            try:
-                return handler(request)
-            except GraphBubbleUp:
-                raise
-            except Exception as error:
-                if (
-                    not should_retry(error, self.retry_on)
-                    or attempt == self.max_retries
-                ):
-                    return self._failed(request, error, attempt + 1)
-                time.sleep(self._delay(attempt))
-        raise AssertionError("unreachable")  # pragma: no cover
+        return self.schedule.run(
+            lambda: handler(request),
+            lambda error, attempts: self._failed(request, error, attempts),
+        )
 
     async def awrap_tool_call(
         self,
@@ -123,16 +98,7 @@ class ToolRetryMiddleware(AgentMiddleware[Any, Any]):
     ) -> Any:
         if not self._applies(request):
             return await handler(request)
-        for attempt in range(self.max_retries + 1):
-            try:
-                return await handler(request)
-            except GraphBubbleUp:
-                raise
-            except Exception as error:
-                if (
-                    not should_retry(error, self.retry_on)
-                    or attempt == self.max_retries
-                ):
-                    return self._failed(request, error, attempt + 1)
-                await asyncio.sleep(self._delay(attempt))
-        raise AssertionError("unreachable")  # pragma: no cover
+        return await self.schedule.arun(
+            lambda: handler(request),
+            lambda error, attempts: self._failed(request, error, attempts),
+        )

@@ -300,6 +300,11 @@ class BaseStore(ABC):
 
     # -- async API ---------------------------------------------------------------------
 
+    async def _arun_one(self, op: Op) -> Result:
+        """Run one operation (the async methods all come here; a batching store
+        queues it with others instead)."""
+        return (await self.abatch([op]))[0]
+
     async def aget(
         self,
         namespace: tuple[str, ...],
@@ -309,7 +314,7 @@ class BaseStore(ABC):
     ) -> Item | None:
         """Async twin of :meth:`get`."""
         op = GetOp(namespace, key, self._refresh(refresh_ttl))
-        return cast("Item | None", (await self.abatch([op]))[0])
+        return cast("Item | None", await self._arun_one(op))
 
     async def asearch(
         self,
@@ -326,7 +331,7 @@ class BaseStore(ABC):
         op = SearchOp(
             namespace_prefix, filter, limit, offset, query, self._refresh(refresh_ttl)
         )
-        return cast("list[SearchItem]", (await self.abatch([op]))[0])
+        return cast("list[SearchItem]", await self._arun_one(op))
 
     async def aput(
         self,
@@ -338,12 +343,11 @@ class BaseStore(ABC):
         ttl: float | None | NotProvided = NOT_PROVIDED,
     ) -> None:
         """Async twin of :meth:`put` (``ttl`` in minutes)."""
-        resolved = self._ttl(ttl)
-        await self.abatch([PutOp(namespace, key, value, index, resolved)])
+        await self._arun_one(PutOp(namespace, key, value, index, self._ttl(ttl)))
 
     async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
         """Async twin of :meth:`delete`."""
-        await self.abatch([PutOp(namespace, key, None)])
+        await self._arun_one(PutOp(namespace, key, None))
 
     async def alist_namespaces(
         self,
@@ -356,7 +360,7 @@ class BaseStore(ABC):
     ) -> list[tuple[str, ...]]:
         """Async twin of :meth:`list_namespaces`."""
         op = _list_op(prefix, suffix, max_depth, limit, offset)
-        return cast("list[tuple[str, ...]]", (await self.abatch([op]))[0])
+        return cast("list[tuple[str, ...]]", await self._arun_one(op))
 
     async def asweep_ttl(self) -> int:
         """Async twin of :meth:`sweep_ttl`."""

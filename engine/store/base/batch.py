@@ -17,24 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Iterable, Mapping
-from typing import Any, Literal, cast
+from collections.abc import Iterable
 
 from engine.errors import SerializationError
 from engine.store.base import (
-    NOT_PROVIDED,
     BaseStore,
-    GetOp,
     InvalidStoreInputError,
-    Item,
-    NamespacePath,
-    NotProvided,
     Op,
     PutOp,
     Result,
-    SearchItem,
-    SearchOp,
-    _list_op,
 )
 
 __all__ = ("AsyncBatchedBaseStore", "SyncCallOnEventLoopError")
@@ -75,65 +66,13 @@ class AsyncBatchedBaseStore(BaseStore):
         if self._task is None or self._task.done():
             self._task = self._loop.create_task(_run(self._aqueue, weakref.ref(self)))
 
-    async def _enqueue(self, op: Op) -> Result:
+    async def _arun_one(self, op: Op) -> Result:
+        """Queue ``op``: the store's async methods (``aget``, ``aput``...) all come
+        here, and the queue's task runs what is waiting as one batch."""
         self._ensure_task()
         future: asyncio.Future[Result] = self._loop.create_future()
         self._aqueue.put_nowait((future, op))
         return await future
-
-    # -- the async API goes through the queue ---------------------------------------------
-
-    async def aget(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        *,
-        refresh_ttl: bool | None = None,
-    ) -> Item | None:
-        op = GetOp(namespace, key, self._refresh(refresh_ttl))
-        return cast("Item | None", await self._enqueue(op))
-
-    async def asearch(
-        self,
-        namespace_prefix: tuple[str, ...],
-        /,
-        *,
-        query: str | None = None,
-        filter: dict[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        refresh_ttl: bool | None = None,
-    ) -> list[SearchItem]:
-        op = SearchOp(
-            namespace_prefix, filter, limit, offset, query, self._refresh(refresh_ttl)
-        )
-        return cast("list[SearchItem]", await self._enqueue(op))
-
-    async def aput(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | None | NotProvided = NOT_PROVIDED,
-    ) -> None:
-        await self._enqueue(PutOp(namespace, key, value, index, self._ttl(ttl)))
-
-    async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
-        await self._enqueue(PutOp(namespace, key, None))
-
-    async def alist_namespaces(
-        self,
-        *,
-        prefix: NamespacePath | None = None,
-        suffix: NamespacePath | None = None,
-        max_depth: int | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> list[tuple[str, ...]]:
-        op = _list_op(prefix, suffix, max_depth, limit, offset)
-        return cast("list[tuple[str, ...]]", await self._enqueue(op))
 
     # -- the sync API runs on the loop ------------------------------------------------------
 
