@@ -12,6 +12,7 @@ allowed to create databases.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import sqlite3
@@ -37,11 +38,12 @@ from benchmarks._harness import (
     Table,
     add_geomean,
     attempt,
-    compare,
     finish,
     fmt_bytes,
+    fmt_ms,
     fmt_ratio,
     libraries,
+    measure,
     parse_args,
     profile,
     selected,
@@ -54,6 +56,7 @@ from benchmarks.engine_core import (
     build_loop,
     loop_run,
 )
+from tests._support.pg_round_trips import RoundTripRelay
 
 LOOP_STEPS = 200
 FANOUT_TASKS = 200
@@ -79,9 +82,12 @@ _WORD_TEXT = (
 )
 WORDS = _WORD_TEXT.split()
 
-TARGET_LOOP = 1 / 2  # loops, fan-out, interrupts: at most half of LangGraph's time
-TARGET_READ = 1 / 5  # history reads and the big-state loop: at most a fifth
+TARGET_TIME = (
+    1 / 4
+)  # every checkpointed workload: at most a quarter of LangGraph's time
+TARGET_MEM = 1 / 2  # and at most half of its peak Python memory
 TARGET_BYTES = 1 / 10  # stored bytes per step of a growing message list: 10x smaller
+TARGET_TRIPS = 1.0  # Postgres, default durability: at most one round trip per step
 
 PG_DSN = os.environ.get("BENCH_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
 
@@ -157,8 +163,24 @@ def backend(
             postgres_saver(lib, conninfo) as saver,
         ):
             yield saver, lambda: postgres_bytes(conninfo)
+    elif kind == "postgres counted":  # through a relay counting round trips
+        lib.get("checkpoint.postgres", "PostgresSaver")
+        with (
+            pg_database(f"{lib.name}{label}") as conninfo,
+            RoundTripRelay(conninfo) as relay,
+            postgres_saver(lib, relay.dsn) as saver,
+        ):
+            RELAYS[lib.name] = relay
+            try:
+                yield saver, lambda: postgres_bytes(conninfo)
+            finally:
+                RELAYS.pop(lib.name, None)
     else:
         raise ValueError(kind)
+
+
+RELAYS: dict[str, RoundTripRelay] = {}
+"""The relay of each library's ``postgres counted`` store while it is open."""
 
 
 # --- measuring stored bytes ---------------------------------------------------------------
@@ -388,49 +410,134 @@ def chat_prep(kind: str) -> Callable[[Lib], Preparer]:
 @dataclass
 class Workload:
     name: str
-    make: Callable[[Lib], Preparer]
-    target: float | None
+    kind: str
+    """``sqlite`` or ``postgres``."""
+    make: Callable[[str], Callable[[Lib], Preparer]]
+    """``make(kind)``: the workload's preparer factory on that backend."""
+    per: tuple[int, str]
+    """What the round-trip table divides by: (count, unit) of one run."""
+
+    def preparer(self, lib: Lib, kind: str | None = None) -> Preparer:
+        return self.make(kind or self.kind)(lib)
 
 
 def workloads() -> list[Workload]:
-    return [
-        Workload(
-            f"sqlite loop {LOOP_STEPS} steps",
-            loop_prep("sqlite", LOOP_STEPS),
-            TARGET_LOOP,
-        ),
-        Workload(
-            f"sqlite send fan-out {FANOUT_TASKS} tasks",
-            fanout_prep("sqlite"),
-            TARGET_LOOP,
-        ),
-        Workload(
-            f"sqlite interrupt/resume x{INTERRUPTS}",
-            interrupt_prep("sqlite"),
-            TARGET_LOOP,
-        ),
-        Workload(
-            f"sqlite history of {HISTORY_CHECKPOINTS} checkpoints",
-            history_prep("sqlite"),
-            TARGET_READ,
-        ),
-        Workload(
-            f"sqlite loop {BIG_STEPS} steps, {BIG_ITEMS} items",
-            loop_prep("sqlite", BIG_STEPS, BIG_ITEMS),
-            TARGET_READ,
-        ),
-        Workload(
-            f"sqlite messages loop {MESSAGE_STEPS} steps", chat_prep("sqlite"), None
-        ),
-        Workload(
-            f"postgres loop {LOOP_STEPS} steps",
-            loop_prep("postgres", LOOP_STEPS),
-            TARGET_LOOP,
-        ),
-        Workload(
-            f"postgres messages loop {MESSAGE_STEPS} steps", chat_prep("postgres"), None
-        ),
+    shapes: list[
+        tuple[str, Callable[[str], Callable[[Lib], Preparer]], tuple[int, str]]
     ]
+    shapes = [
+        (
+            f"loop {LOOP_STEPS} steps",
+            lambda kind: loop_prep(kind, LOOP_STEPS),
+            (LOOP_STEPS, "step"),
+        ),
+        (f"send fan-out {FANOUT_TASKS} tasks", fanout_prep, (3, "step")),
+        (f"interrupt/resume x{INTERRUPTS}", interrupt_prep, (INTERRUPTS + 1, "invoke")),
+        (
+            f"history of {HISTORY_CHECKPOINTS} checkpoints",
+            history_prep,
+            (HISTORY_CHECKPOINTS, "checkpoint"),
+        ),
+        (
+            f"loop {BIG_STEPS} steps, {BIG_ITEMS} items",
+            lambda kind: loop_prep(kind, BIG_STEPS, BIG_ITEMS),
+            (BIG_STEPS, "step"),
+        ),
+        (f"messages loop {MESSAGE_STEPS} steps", chat_prep, (MESSAGE_STEPS, "step")),
+    ]
+    return [
+        Workload(f"{kind} {name}", kind, make, per)
+        for kind in ("sqlite", "postgres")
+        for name, make, per in shapes
+    ]
+
+
+def compare_row(
+    table: Table, w: Workload, libs: list[Lib], args: Any, ratios: list[float]
+) -> None:
+    """Measure one workload on every library; its row, with both targets."""
+    if not selected(args, w.name):
+        return
+    variants = [(lib.name, w.preparer(lib)) for lib in libs]
+    stats = attempt(
+        table, args, w.name, measure, variants, args.repeat, args.mem_repeat
+    )
+    if stats is None:
+        return
+    eng, lg = stats[ENGINE], stats.get(LANGGRAPH)
+    t_ratio = eng.time / lg.time if lg else math.nan
+    m_ratio = eng.peak / lg.peak if lg and lg.peak else math.nan
+    if math.isfinite(t_ratio):
+        ratios.append(t_ratio)
+    table.add(
+        w.name,
+        fmt_ms(eng.time),
+        fmt_ms(lg.time) if lg else "-",
+        fmt_ratio(t_ratio),
+        verdict(t_ratio, TARGET_TIME),
+        fmt_bytes(eng.peak),
+        fmt_bytes(lg.peak) if lg else "-",
+        fmt_ratio(m_ratio),
+        verdict(m_ratio, TARGET_MEM),
+    )
+
+
+# --- round trips ----------------------------------------------------------------------------
+
+
+def round_trips(w: Workload, lib: Lib) -> int:
+    """Round trips of one run of ``w`` (after a warm-up run), counted on the wire."""
+    with w.preparer(lib, "postgres counted")() as run:
+        run()
+        relay = RELAYS[lib.name]
+        relay.reset()
+        run()
+        return relay.round_trips
+
+
+def round_trips_table(items: list[Workload], libs: list[Lib], args: Any) -> Table:
+    table = Table(
+        "\nRound trips to Postgres per run, counted on the wire, default durability "
+        "(a client send after a server reply)",
+        [
+            "workload",
+            "engine",
+            "langgraph",
+            "per",
+            "engine per",
+            "langgraph per",
+            "target",
+        ],
+    )
+    for w in items:
+        name = f"{w.name} round trips"
+        if w.kind != "postgres" or not selected(args, name):
+            continue
+        counts = attempt(
+            table,
+            args,
+            name,
+            lambda w=w: {lib.name: round_trips(w, lib) for lib in libs},
+        )
+        if counts is None:
+            continue
+        count, unit = w.per
+        eng, lg = counts[ENGINE], counts.get(LANGGRAPH)
+        table.add(
+            w.name,
+            eng,
+            "-" if lg is None else lg,
+            f"{count:,} {unit}s",
+            f"{eng / count:.3f}",
+            "-" if lg is None else f"{lg / count:.3f}",
+            (
+                f"<={TARGET_TRIPS:.2f} "
+                + ("ok" if eng / count <= TARGET_TRIPS else "MISS")
+            )
+            if unit == "step" and "fan-out" not in w.name
+            else "",
+        )
+    return table
 
 
 # --- stored bytes ---------------------------------------------------------------------------
@@ -470,14 +577,14 @@ def stored_bytes_table(libs: list[Lib], args: Any) -> Table:
             per = attempt(table, args, name, _bytes_per_step_of, libs, kind, steps)
             if per is None:
                 break
-            for i, measure in enumerate(("payload", DISK_MEASURE[kind])):
+            for i, what in enumerate(("payload", DISK_MEASURE[kind])):
                 eng = per[ENGINE][i]
                 lg = per[LANGGRAPH][i] if LANGGRAPH in per else float("nan")
                 ratio = eng / lg if lg else float("nan")
                 table.add(
                     kind if i == 0 and steps == MESSAGE_STEPS else "",
                     f"{steps:,}" if i == 0 else "",
-                    measure,
+                    what,
                     fmt_bytes(eng),
                     fmt_bytes(lg),
                     fmt_ratio(ratio),
@@ -497,7 +604,9 @@ def _bytes_per_step_of(
 
 def main() -> None:
     items = workloads()
-    names = [w.name for w in items] + ["sqlite stored bytes", "postgres stored bytes"]
+    names = [w.name for w in items]
+    names += [f"{w.name} round trips" for w in items if w.kind == "postgres"]
+    names += ["sqlite stored bytes", "postgres stored bytes"]
     args = parse_args(__doc__ or "", names)
     libs = libraries()
     engine = libs[0]
@@ -507,7 +616,7 @@ def main() -> None:
         if not match:
             raise SystemExit(f"no workload matches {args.profile!r}; see --list")
         print(f"cProfile, engine side: {match[0].name}")
-        profile(match[0].make(engine), runs=3, top=args.top)
+        profile(match[0].preparer(engine), runs=3, top=args.top)
         return
 
     print(
@@ -517,14 +626,14 @@ def main() -> None:
     print()
     table = Table(
         "Time and peak Python memory per run (ratio = engine / langgraph; lower is better)",
-        COMPARE_HEADERS,
+        [*COMPARE_HEADERS, "mem target"],
     )
     ratios: list[float] = []
     for w in items:
-        preparers = {lib.name: w.make(lib) for lib in libs}
-        compare(table, w.name, preparers, args, target=w.target, ratios=ratios)
+        compare_row(table, w, libs, args, ratios)
     add_geomean(table, "geometric mean", ratios, None)
     table.print()
+    round_trips_table(items, libs, args).print()
     stored_bytes_table(libs, args).print()
     finish(args)
 

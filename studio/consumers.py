@@ -14,7 +14,10 @@ The channel layer is at-most-once (channels-redis drops a message now and then,
 e.g. when another consumer's ``receive`` is cancelled at the wrong moment), and a
 run's last event has no later notification to bring it along: while a run of
 the thread is pending or running, a socket that heard nothing for
-:data:`POLL_SECONDS` reads the table itself, as the SSE follower does.
+:data:`POLL_SECONDS` reads the table itself, as the SSE follower does. While
+Redis is away (``studio.layers.RedisLayer.down``) every socket reads the table
+that way, run or no run, and once more when Redis is back: the socket stays
+open through the outage and misses nothing.
 
 Close codes: 4401 no session, 4403 not allowed to see the thread (also for a
 thread that does not exist: the socket does not reveal which), 4404 no socket at
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from typing import Any
 from urllib.parse import parse_qs
@@ -45,6 +49,8 @@ __all__ = (
     "NoSuchSocket",
     "ThreadConsumer",
 )
+
+log = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
@@ -91,7 +97,10 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self.group = thread_group(thread_id)
         self.sending = asyncio.Lock()
         self.feed = thread_feed.subscribe(thread_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        try:
+            await self.channel_layer.group_add(self.group, self.channel_name)
+        except Exception:  # Redis is away: read the table until the layer is back
+            log.warning("thread socket: the channel layer is unreachable")
         joined = time.monotonic()
         self.active = await thread_feed.run_active(thread_id)
         if self.format == "json":
@@ -107,22 +116,30 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             with contextlib.suppress(asyncio.CancelledError):
                 await self.poller
         if self.group:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+            with contextlib.suppress(Exception):  # Redis is away: nothing to leave
+                await self.channel_layer.group_discard(self.group, self.channel_name)
         if self.feed is not None:
             thread_feed.unsubscribe(self.feed)
             self.feed = None
 
+    def _layer_down(self) -> bool:
+        return bool(getattr(self.channel_layer, "down", False))
+
     async def _poll(self) -> None:
-        """Catch up from the table when a run is active and the layer went quiet."""
+        """Catch up from the table when a run is active and the layer went quiet,
+        all the time while the layer is down, and once when it is back."""
         loop = asyncio.get_running_loop()
         self.heard = loop.time()
+        was_down = False
         try:
             while True:
                 await asyncio.sleep(max(0.05, self.heard + POLL_SECONDS - loop.time()))
-                if loop.time() - self.heard >= POLL_SECONDS:
+                down = self._layer_down()
+                if loop.time() - self.heard >= POLL_SECONDS or was_down != down:
                     self.heard = loop.time()
-                    if self.active:
+                    if self.active or down or was_down:
                         await self._send_after(read_since=time.monotonic() - POLL_SHARE)
+                was_down = down
         except Exception:  # the socket is gone: there is nobody left to catch up
             return
 

@@ -7,6 +7,7 @@ from engine.errors import (
     GraphRecursionError,
     InvalidUpdateError,
     NodeTimeoutError,
+    SerializationError,
 )
 
 __all__ = (
@@ -19,9 +20,11 @@ __all__ = (
     "InvalidInput",
     "NotFound",
     "RunFailed",
+    "StoredStateUnreadable",
     "StudioError",
     "ThreadNotFound",
     "from_engine",
+    "from_storage",
 )
 
 ENGINE_USER_ERRORS = (
@@ -101,6 +104,27 @@ class ThreadNotFound(NotFound):
 class CheckpointNotFound(NotFound):
     code = "checkpoint_not_found"
     title = "No such checkpoint"
+
+
+class StoredStateUnreadable(Conflict):
+    """A stored checkpoint the engine refuses to read: corrupt, or tampered with
+    (pickle, a class that is not allowed). Nothing was loaded or run; the thread
+    needs an operator, and the request may be retried once it is repaired."""
+
+    code = "stored_state_unreadable"
+    title = "Stored state unreadable"
+
+
+def from_storage(exc: Exception) -> StudioError | None:
+    """``exc`` as the error a person sees when it is the engine refusing stored
+    data (``SerializationError``); None for anything else."""
+    if not isinstance(exc, SerializationError):
+        return None
+    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return StoredStateUnreadable(
+        f"This thread's stored state cannot be read, so it is not shown: {reason}",
+        engine_error=type(exc).__name__,
+    )
 
 
 def from_engine(exc: Exception) -> RunFailed:

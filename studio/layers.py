@@ -10,18 +10,39 @@ make live updates depend on polling.
 
 This layer remembers the loop its consumers receive on and runs every send there
 (``run_coroutine_threadsafe``), so a publish from any thread wakes the consumers at
-once. Scale-out uses Redis instead (``REDIS_URL``), which needs none of this.
+once. Scale-out uses Redis instead (``REDIS_URL``): :class:`RedisLayer`.
+
+:class:`RedisLayer` is channels-redis' layer, made to ride out a Redis outage. Its
+``receive`` used to raise as soon as Redis went away, which ended every consumer
+of the process (each WebSocket closed with 1011), and a restarted Redis has lost
+every group membership, so a socket that lived through it would never hear of an
+event again. Here a receiver waits instead: every :data:`RETRY_SECONDS` it tries
+to join its channel's groups again (the layer remembers them in this process),
+and when that works Redis is back and it receives as before. Meanwhile
+:attr:`RedisLayer.down` is true, so the consumers read the event table
+themselves (the table is the truth; the layer only wakes readers up).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from channels.layers import InMemoryChannelLayer
+from channels_redis.core import RedisChannelLayer  # type: ignore[import-untyped]
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
-__all__ = ("HOP_TIMEOUT", "EmbeddedChannelLayer")
+__all__ = ("HOP_TIMEOUT", "RETRY_SECONDS", "EmbeddedChannelLayer", "RedisLayer")
+
+log = logging.getLogger(__name__)
+
+RETRY_SECONDS = 1.0
+"""While Redis is away, how often a receiver tries to join its groups again."""
+_LOST = (RedisConnectionError, RedisTimeoutError, OSError)
 
 HOP_TIMEOUT = 5.0
 """Seconds a send from another thread waits for the consumers' loop to run it."""
@@ -59,3 +80,54 @@ class EmbeddedChannelLayer(InMemoryChannelLayer):  # type: ignore[misc]
 
 async def _call(method: Callable[..., Awaitable[None]], *args: Any) -> None:
     await method(*args)
+
+
+class RedisLayer(RedisChannelLayer):  # type: ignore[misc]
+    """``RedisChannelLayer`` whose receivers wait out a Redis outage (see the module doc)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._joined: dict[str, set[str]] = collections.defaultdict(set)
+        self.down = False
+        """Redis failed a call and no receiver has got back to it since."""
+
+    async def group_add(self, group: str, channel: str) -> None:
+        """Join (remembered first: a receiver joins again once Redis is back)."""
+        self._joined[channel].add(group)
+        try:
+            await super().group_add(group, channel)
+        except _LOST:
+            self.down = True
+            raise
+
+    async def group_discard(self, group: str, channel: str) -> None:
+        groups = self._joined.get(channel)
+        if groups is not None:
+            groups.discard(group)
+            if not groups:
+                del self._joined[channel]
+        await super().group_discard(group, channel)
+
+    async def receive(self, channel: str) -> Any:
+        while True:
+            try:
+                return await super().receive(channel)
+            except _LOST:
+                if not self.down:
+                    log.warning("channel layer: Redis is unreachable; waiting for it")
+                self.down = True
+            await asyncio.sleep(RETRY_SECONDS)
+            await self._join_again(channel)
+
+    async def _join_again(self, channel: str) -> None:
+        """Join ``channel``'s groups again; Redis is back when that works."""
+        try:
+            for group in list(self._joined.get(channel, ())):
+                await super().group_add(group, channel)
+            if not self._joined.get(channel):
+                await super().group_discard("layer-probe", channel)  # a round trip
+        except _LOST:
+            return
+        if self.down:
+            log.warning("channel layer: Redis answers again")
+        self.down = False

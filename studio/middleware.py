@@ -9,7 +9,7 @@ from django.shortcuts import render
 from django_htmx.http import reswap, retarget
 from pydantic import ValidationError
 
-from studio.errors import InvalidInput, StudioError
+from studio.errors import InvalidInput, StudioError, from_storage
 
 __all__ = ("StudioErrorMiddleware", "present_validation")
 
@@ -31,6 +31,7 @@ class StudioErrorMiddleware:
     ) -> HttpResponse | None:
         if isinstance(exc, ValidationError):
             exc = InvalidInput(present_validation(exc))
+        exc = from_storage(exc) or exc  # a tampered or corrupt checkpoint: 409
         if not isinstance(exc, StudioError):
             return None
         context = {"error": exc}

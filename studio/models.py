@@ -15,6 +15,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 
 __all__ = (
@@ -169,11 +170,32 @@ class Run(models.Model):
     """The stream modes the worker records as ``stream`` events for SSE clients
     (API names: ``values``, ``updates``, ``messages-tuple``, ...); empty for runs
     the pages start, which then cost nothing extra."""
+    idempotency_key = models.CharField(max_length=255, blank=True, default="")
+    """The ``Idempotency-Key`` header of the API request that created the run (empty
+    without one): the same key from the same user returns this run again."""
+    request_hash = models.CharField(max_length=64, blank=True, default="")
+    """SHA-256 of that request's path thread and body: a key sent again with another
+    request is refused instead of answering with this run."""
 
     class Meta:
         indexes = [
             models.Index(fields=["status", "not_before", "created_at"]),
             models.Index(fields=["thread", "-created_at"]),
+        ]
+        constraints = [
+            # one writer per thread, kept by the database whatever a worker does:
+            # a second claim on a thread with a running run fails here
+            models.UniqueConstraint(
+                fields=["thread"],
+                condition=Q(status="running"),
+                name="studio_run_one_running_per_thread",
+            ),
+            # one run per idempotency key and user, also for two requests at once
+            models.UniqueConstraint(
+                fields=["created_by", "idempotency_key"],
+                condition=~Q(idempotency_key=""),
+                name="studio_run_idempotency_key_per_user",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -129,10 +129,11 @@ if REDIS_URL:
     # channels-redis waits for messages with BZPOPMIN for 5 s; redis-py 8 gives every
     # read a 5 s socket timeout by default, so a process that heard nothing for 5 s
     # lost a message and closed a live WebSocket (1011). Reads get longer than the
-    # wait (a ?socket_timeout= in REDIS_URL still wins).
+    # wait (a ?socket_timeout= in REDIS_URL still wins). studio.layers.RedisLayer is
+    # channels-redis' layer riding out a Redis outage (the module says how).
     CHANNEL_LAYERS: dict[str, dict[str, Any]] = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "studio.layers.RedisLayer",
             "CONFIG": {
                 "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
                 "prefix": "studio",
@@ -222,7 +223,7 @@ LOGGING: dict[str, Any] = logging_config(
 )
 
 # Graph registry: name -> "package.module:attr" or "path/to/file.py:attr"; the attr is
-# a compiled graph or a callable returning one. See studio/registry.py.
+# a compiled graph or a callable returning one. See studio/graph_registry.py.
 STUDIO_GRAPHS: dict[str, str] = {
     "purchase": "studio.graphs.purchase:build",
     "research": "studio.graphs.research:build",
@@ -256,6 +257,9 @@ STUDIO_CHECKPOINT_DB = Path(
 # gives each check STUDIO_READYZ_TIMEOUT seconds.
 STUDIO_EXPECT_WORKERS = env_bool("STUDIO_EXPECT_WORKERS", default=True)
 STUDIO_WORKER_STALE_SECONDS = float(os.environ.get("STUDIO_WORKER_STALE_SECONDS", "30"))
+# A run whose worker stops (dies, loses its lease) on each of this many claims ends as
+# an error instead of being queued again (studio.services.runs.requeue_expired).
+STUDIO_RUN_MAX_ATTEMPTS = int(os.environ.get("STUDIO_RUN_MAX_ATTEMPTS", "3"))
 STUDIO_READYZ_TIMEOUT = float(os.environ.get("STUDIO_READYZ_TIMEOUT", "3"))
 # /metrics (studio.observability.metrics) answers a scraper that sends
 # "Authorization: Bearer <STUDIO_METRICS_TOKEN>" or connects from an address in

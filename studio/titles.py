@@ -18,7 +18,7 @@ shows its new amount); the other titles are set once, by the first input that
 gives one (a conversation keeps its first message). A declaration that fails
 or gives nothing falls back to the rules above: a title never stops a run.
 
-Pure apart from reading the declaration through ``studio.registry``. Titles are
+Pure apart from reading the declaration through ``studio.graph_registry``. Titles are
 plain text: templates escape them like any other value.
 """
 
@@ -29,7 +29,7 @@ import string
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from studio import registry
+from studio import graph_registry as registry
 
 __all__ = ("MAX_LENGTH", "THREAD_TITLE_ATTR", "next_title", "title_from_input")
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-import os
+import random
 import threading
 import time
-import uuid
 
 __all__ = ("new_checkpoint_id", "task_id_for", "uuid6_int")
 
@@ -38,10 +37,13 @@ def uuid6_int(node: int, clock_seq: int) -> int:
 def new_checkpoint_id(step: int = 0) -> str:
     """A UUIDv6 id whose string sorts by creation time.
 
-    The clock sequence carries the step, as LangGraph does; the node is random.
+    The clock sequence carries the step, as LangGraph does; the node is random (not
+    secret: the timestamp keeps ids unique in a process, the node between processes,
+    so the seeded generator, reseeded in a forked child, is enough and needs no
+    system call). Formatted as ``str(uuid.UUID(...))`` is, without the object.
     """
-    node = int.from_bytes(os.urandom(6), "big")
-    return str(uuid.UUID(int=uuid6_int(node, step)))
+    h = f"{uuid6_int(random.getrandbits(48), step):032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def task_id_for(*parts: str | int | bytes) -> str:

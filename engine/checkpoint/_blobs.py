@@ -173,6 +173,11 @@ _PACKED_KEYS = frozenset({"V", "cv", "vs", "uc", "sv", "nil"})
 _HEX = frozenset("0123456789abcdef")
 _HASHABLE = frozenset({str, int, float})
 _MISSING = object()
+_STR_ONLY = frozenset({str})
+_SHORT: dict[str, Any] = {}
+"""Recently packed versions -> their stored form (a step repeats most versions of the
+step before); emptied when it reaches ``_SHORT_MAX`` entries."""
+_SHORT_MAX = 4096
 
 
 def _short_version(version: Any) -> Any:
@@ -223,22 +228,48 @@ def pack_structure(structure: Mapping[str, Any]) -> dict[str, Any]:
     ):
         return dict(structure)
     table: list[Any] = []
-    positions: dict[Any, int] = {}
+    if set(map(type, versions.values())) <= _STR_ONLY and all(
+        set(map(type, by_channel.values())) <= _STR_ONLY for by_channel in seen.values()
+    ):
+        # the usual case, every version a string: keyed by the string itself
+        at: dict[str, int] = {}
+        short = _SHORT
+        for version in versions.values():
+            if version not in at:
+                at[version] = len(table)
+                found = short.get(version)
+                if found is None:
+                    found = _short_version(version)
+                    if type(found) is str:  # never share a list (another form)
+                        if len(short) >= _SHORT_MAX:
+                            short.clear()
+                        short[version] = found
+                table.append(found)
+        packed_versions = {channel: at[v] for channel, v in versions.items()}
+        packed_seen = {}
+        for node, by_channel in seen.items():
+            for version in by_channel.values():
+                if version not in at:
+                    at[version] = len(table)
+                    table.append(_short_version(version))
+            packed_seen[node] = {channel: at[v] for channel, v in by_channel.items()}
+    else:
+        positions: dict[Any, int] = {}
 
-    def ref(version: Any) -> int:
-        kind = type(version)
-        key = (kind, version if kind in _HASHABLE else repr(version))
-        found = positions.get(key)
-        if found is None:
-            found = positions[key] = len(table)
-            table.append(_short_version(version))
-        return found
+        def ref(version: Any) -> int:
+            kind = type(version)
+            key = (kind, version if kind in _HASHABLE else repr(version))
+            found = positions.get(key)
+            if found is None:
+                found = positions[key] = len(table)
+                table.append(_short_version(version))
+            return found
 
-    packed_versions = {channel: ref(v) for channel, v in versions.items()}
-    packed_seen = {
-        node: {channel: ref(v) for channel, v in by_channel.items()}
-        for node, by_channel in seen.items()
-    }
+        packed_versions = {channel: ref(v) for channel, v in versions.items()}
+        packed_seen = {
+            node: {channel: ref(v) for channel, v in by_channel.items()}
+            for node, by_channel in seen.items()
+        }
     index = {channel: i for i, channel in enumerate(versions)}
     packed: dict[str, Any] = {}
     for key, value in structure.items():

@@ -10,9 +10,10 @@ only) come from ``_memory_leases``.
 from __future__ import annotations
 
 import builtins
+import sys
 import threading
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
@@ -34,6 +35,8 @@ from engine.checkpoint._blobs import (
     unpack_structure,
 )
 from engine.checkpoint._lease import LeaseTable
+from engine.checkpoint._memory_async import MemoryAsyncMethods
+from engine.checkpoint._memory_compact import compact_structure, expand_structure
 from engine.checkpoint._memory_leases import MemoryLeases
 from engine.checkpoint._pending_writes import (
     encode_task_writes,
@@ -49,7 +52,6 @@ from engine.checkpoint._retention import (
 )
 from engine.checkpoint.base import (
     EXPECTED_HEAD,
-    BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
@@ -71,7 +73,17 @@ __all__ = ("InMemorySaver", "MemorySaver", "PersistentDict")
 
 register_type(BlobRecord)  # stored in the blobs table, which a PersistentDict saves
 
-_Row = tuple[tuple[str, bytes], tuple[str, bytes], str | None]
+_Row = tuple[tuple[str, Any], tuple[str, bytes], str | None]
+"""(checkpoint structure, metadata, parent id): the structure as the serializer's
+``(type, payload)`` or, with the default serializer, ``(COMPACT, tuples)``."""
+
+COMPACT = "*mem"
+"""The type of a checkpoint structure kept as tuples (see ``engine.checkpoint._memory_compact``)."""
+
+_LAST_PLACES = 4
+
+_EMPTY = BlobRecord("empty", "empty", b"")
+"""The record of every channel version without a value (one shared object)."""
 
 
 class _Plan(NamedTuple):
@@ -82,9 +94,11 @@ class _Plan(NamedTuple):
     checkpoint_id: str
     row: _Row
     blobs: dict[tuple[str, str, str, str], BlobRecord]
+    shared: Any = None
+    """What the thread's next compact structure may share (``compact_structure``)."""
 
 
-class InMemorySaver(MemoryLeases, BaseCheckpointSaver):
+class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
     """Keeps checkpoints in a dict. Thread-safe; not shared between processes.
 
     Args:
@@ -97,6 +111,10 @@ class InMemorySaver(MemoryLeases, BaseCheckpointSaver):
             saves them.
         default_ttl: seconds after its last write when a thread expires (None: never).
     """
+
+    saves_inline = True
+    """A put is quick and does no I/O: a synchronous run saves inline, without a
+    background lane (a subclass whose puts are slow sets this to False)."""
 
     def __init__(
         self,
@@ -115,6 +133,12 @@ class InMemorySaver(MemoryLeases, BaseCheckpointSaver):
         ] = factory(dict)
         self.blobs: dict[tuple[str, str, str, str], BlobRecord] = factory()
         self.deadlines: dict[str, datetime] = factory()
+        self._heads: dict[tuple[str, str], str] = {}
+        self._last: dict[tuple[str, str], Any] = {}
+        """The newest compact structure of the places written last (a few): the next
+        one shares its unchanged parts (channel names, versions seen)."""
+        """Newest checkpoint id per (thread, namespace), so a put's fencing check does
+        not scan the thread; filled on demand, forgotten when rows are deleted."""
         self.default_ttl = default_ttl
         self.leases = LeaseTable()  # never persisted: a lease lives with its process
         self.lock = threading.RLock()
@@ -144,18 +168,33 @@ class InMemorySaver(MemoryLeases, BaseCheckpointSaver):
 
     def _head(self, thread_id: str, ns: str) -> str | None:
         rows = self.storage.get(thread_id, {}).get(ns)
-        return max(rows) if rows else None
+        if not rows:
+            return None
+        head = self._heads.get((thread_id, ns))
+        if head is None or head not in rows:
+            head = self._heads[(thread_id, ns)] = max(rows)
+        return head
+
+    def _forget_heads(self, thread_id: str) -> None:
+        for table in (self._heads, self._last):
+            for place in [p for p in table if p[0] == thread_id]:
+                del table[place]
+
+    def _structure(self, typed: tuple[str, Any], where: str) -> Any:
+        """A stored checkpoint structure (without values), unpacked."""
+        if typed[0] == COMPACT:
+            return expand_structure(typed[1])
+        return unpack_structure(load_stored(self.serde, typed, where), where)
 
     def _tuple(self, thread_id: str, ns: str, checkpoint_id: str) -> CheckpointTuple:
         cp_typed, meta_typed, parent_id = self.storage[thread_id][ns][checkpoint_id]
         where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
-        checkpoint: Checkpoint = unpack_structure(
-            load_stored(self.serde, cp_typed, where), where
-        )
+        checkpoint: Checkpoint = self._structure(cp_typed, where)
         values = decode_blobs(
             self.serde,
             checkpoint["channel_versions"],
             lambda channel, version: self.blobs.get((thread_id, ns, channel, version)),
+            inline=checkpoint.get("channel_values"),
         )
         checkpoint["channel_values"] = values
         metadata: CheckpointMetadata = load_stored(
@@ -200,7 +239,8 @@ class InMemorySaver(MemoryLeases, BaseCheckpointSaver):
             if not rows:
                 return None
             if checkpoint_id is None:
-                checkpoint_id = max(rows)
+                checkpoint_id = self._head(thread_id, ns)
+                assert checkpoint_id is not None
             elif checkpoint_id not in rows:
                 return None
             return self._tuple(thread_id, ns, checkpoint_id)
@@ -237,14 +277,19 @@ class InMemorySaver(MemoryLeases, BaseCheckpointSaver):
                 config, filter, before, limit
             ):
                 cp_typed, _, parent_id = self.storage[thread_id][ns][checkpoint_id]
-                where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
-                stored = load_stored(self.serde, cp_typed, where)
+                if cp_typed[0] == COMPACT:  # only its time is needed: no expanding
+                    keys, values = cp_typed[1]
+                    ts = values[keys.index("ts")] if "ts" in keys else None
+                else:
+                    where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
+                    stored = self._structure(cp_typed, where)
+                    ts = stored.get("ts") if isinstance(stored, dict) else None
                 result.append(
                     CheckpointSummary(
                         config_for(thread_id, ns, checkpoint_id),
                         metadata,
                         config_for(thread_id, ns, parent_id) if parent_id else None,
-                        stored.get("ts") if isinstance(stored, dict) else None,
+                        ts,
                     )
                 )
         yield from result
@@ -336,10 +381,10 @@ class InMemorySaver(MemoryLeases, BaseCheckpointSaver):
         place = (thread_id, ns)
         self.leases.check(config)
         if EXPECTED_HEAD in conf:
-            head = max(
-                (h for h in (self._head(thread_id, ns), batch_heads.get(place)) if h),
-                default=None,
-            )
+            head = self._head(thread_id, ns) or None
+            batch_head = batch_heads.get(place)
+            if batch_head and (head is None or batch_head > head):
+                head = batch_head
             if head != conf[EXPECTED_HEAD]:
                 raise conflict(thread_id, ns, conf[EXPECTED_HEAD], head)
         stored = {
@@ -349,8 +394,15 @@ class InMemorySaver(MemoryLeases, BaseCheckpointSaver):
         }
         values = checkpoint.get("channel_values", {})
         deltas = checkpoint.get("channel_deltas", {})
+        # None values stay in the row (``nil``, as in the SQL savers): no value record.
+        versions = checkpoint.get("channel_versions", {})
+        nil = {c: None for c, v in values.items() if v is None and c in versions}
+        if nil:
+            stored["channel_values"] = nil
         blobs: dict[tuple[str, str, str, str], BlobRecord] = {}
         for channel, version in new_versions.items():
+            if channel in nil:
+                continue
             key = (thread_id, ns, channel, str(version))
             if key in self.blobs or key in pending or key in blobs:
                 continue
@@ -362,15 +414,22 @@ class InMemorySaver(MemoryLeases, BaseCheckpointSaver):
                     base = pending.get(base_key) or self.blobs.get(base_key)
                 blobs[key] = encode_blob(self.serde, values[channel], delta, base)
             else:
-                blobs[key] = BlobRecord("empty", "empty", b"")
+                blobs[key] = _EMPTY
+        shared = (
+            compact_structure(stored, self._last.get(place))
+            if getattr(self.serde, "dumps_typed_plain", None) is not None
+            else None
+        )
         row: _Row = (
-            dumps_structure(self.serde, pack_structure(stored)),
+            dumps_structure(self.serde, pack_structure(stored))
+            if shared is None
+            else (COMPACT, shared[0]),
             self.serde.dumps_typed(dict(metadata)),
             conf.get(CONFIG_KEY_CHECKPOINT_ID),
         )
         pending.update(blobs)
         batch_heads[place] = max(batch_heads.get(place) or "", checkpoint["id"])
-        return _Plan(thread_id, ns, checkpoint["id"], row, blobs)
+        return _Plan(thread_id, ns, checkpoint["id"], row, blobs, shared)
 
     def _apply(self, plan: _Plan) -> RunnableConfig:
         """Store a planned put (lock held)."""
@@ -378,6 +437,15 @@ class InMemorySaver(MemoryLeases, BaseCheckpointSaver):
         self.storage.setdefault(plan.thread_id, {}).setdefault(plan.ns, {})[
             plan.checkpoint_id
         ] = plan.row
+        place = (plan.thread_id, plan.ns)
+        if plan.shared is not None:
+            self._last.pop(place, None)  # newest last
+            self._last[place] = plan.shared
+            if len(self._last) > _LAST_PLACES:
+                del self._last[next(iter(self._last))]
+        head = self._heads.get(place)
+        if head is not None and plan.checkpoint_id > head:
+            self._heads[place] = plan.checkpoint_id
         if self.default_ttl is not None:
             self.deadlines[plan.thread_id] = ttl_deadline(self.default_ttl)  # type: ignore[assignment]
         return config_for(plan.thread_id, plan.ns, plan.checkpoint_id)
@@ -427,6 +495,8 @@ class InMemorySaver(MemoryLeases, BaseCheckpointSaver):
                 "put_writes() needs a config that addresses a checkpoint_id"
             )
         bucket = self.writes.setdefault((thread_id, ns, checkpoint_id), {})
+        if type(task_path) is str:  # the same few paths every step: keep one copy
+            task_path = sys.intern(task_path)
         for idx, channel, typed in encoded:
             key = (task_id, idx)
             if idx >= 0 and key in bucket:
@@ -519,6 +589,7 @@ class InMemorySaver(MemoryLeases, BaseCheckpointSaver):
     def delete_thread(self, thread_id: str) -> None:
         thread_id = str(thread_id)
         with self.lock:
+            self._forget_heads(thread_id)
             self.storage.pop(thread_id, None)
             self.deadlines.pop(thread_id, None)
             for wkey in [k for k in self.writes if k[0] == thread_id]:
@@ -541,6 +612,7 @@ class InMemorySaver(MemoryLeases, BaseCheckpointSaver):
                     }
                     if not doomed:
                         continue
+                    self._forget_heads(thread_id)
                     parents = {cid: row[2] for cid, row in rows.items()}
                     for cid, parent in reparent_survivors(parents, doomed).items():
                         cp, meta, _ = rows[cid]
@@ -571,6 +643,7 @@ class InMemorySaver(MemoryLeases, BaseCheckpointSaver):
                 )
             if source not in self.storage:
                 raise ValueError(f"Cannot copy thread {source!r}: it does not exist")
+            self._forget_heads(target)
             self.storage[target] = {
                 ns: dict(rows) for ns, rows in self.storage[source].items()
             }
@@ -593,6 +666,7 @@ class InMemorySaver(MemoryLeases, BaseCheckpointSaver):
                 if strategy == "delete":
                     self.delete_thread(thread_id)
                     continue
+                self._forget_heads(thread_id)
                 for ns, rows in self.storage.get(thread_id, {}).items():
                     parents = {cid: row[2] for cid, row in rows.items()}
                     keep, reparent = plan_prune(
@@ -627,7 +701,7 @@ class InMemorySaver(MemoryLeases, BaseCheckpointSaver):
             (ns, channel, str(version))
             for ns, rows in self.storage.get(thread_id, {}).items()
             for cp_typed, _, _ in rows.values()
-            for channel, version in unpack_structure(self.serde.loads_typed(cp_typed))[
+            for channel, version in self._structure(cp_typed, "checkpoint")[
                 "channel_versions"
             ].items()
         ]
@@ -639,7 +713,7 @@ class InMemorySaver(MemoryLeases, BaseCheckpointSaver):
         thread_id = str(thread_id)
         with self.lock:
             total = sum(
-                len(cp[1]) + len(meta[1])
+                len(self._structure_bytes(cp)) + len(meta[1])
                 for rows in self.storage.get(thread_id, {}).values()
                 for cp, meta, _ in rows.values()
             )
@@ -655,6 +729,14 @@ class InMemorySaver(MemoryLeases, BaseCheckpointSaver):
                 for _, _, typed, _ in bucket.values()
             )
         return total
+
+    def _structure_bytes(self, typed: tuple[str, Any]) -> bytes:
+        """A structure's payload; a compact one counted as the JSON it replaces."""
+        if typed[0] != COMPACT:
+            payload: bytes = typed[1]
+            return payload
+        packed = pack_structure(expand_structure(typed[1]))
+        return dumps_structure(self.serde, packed)[1]
 
     def set_thread_ttl(self, thread_id: str, ttl: timedelta | float | None) -> None:
         with self.lock:
@@ -674,56 +756,6 @@ class InMemorySaver(MemoryLeases, BaseCheckpointSaver):
 
     # -- async twins ---------------------------------------------------------------
 
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self.get_tuple(config)
-
-    async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        for item in self.list(config, filter=filter, before=before, limit=limit):
-            yield item
-
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        return self.put(config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        self.put_writes(config, writes, task_id, task_path)
-
-    async def alist_summaries(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointSummary]:
-        for item in self.list_summaries(
-            config, filter=filter, before=before, limit=limit
-        ):
-            yield item
-
-    async def aput_steps(
-        self, steps: Sequence[StepSave]
-    ) -> builtins.list[RunnableConfig | None]:
-        return self.put_steps(steps)
-
     async def aput_step(
         self,
         config: RunnableConfig,
@@ -733,31 +765,6 @@ class InMemorySaver(MemoryLeases, BaseCheckpointSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         return self.put_step(config, task_writes, checkpoint, metadata, new_versions)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        self.delete_thread(thread_id)
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        self.delete_for_runs(run_ids)
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self.copy_thread(source_thread_id, target_thread_id)
-
-    async def aprune(
-        self, thread_ids: Sequence[str], *, strategy: PruneStrategy = "keep_latest"
-    ) -> None:
-        self.prune(thread_ids, strategy=strategy)
-
-    async def aset_thread_ttl(
-        self, thread_id: str, ttl: timedelta | float | None
-    ) -> None:
-        self.set_thread_ttl(thread_id, ttl)
-
-    async def asweep_expired(self, now: datetime | None = None) -> builtins.list[str]:
-        return self.sweep_expired(now)
-
-    async def astored_bytes(self, thread_id: str) -> int:
-        return self.stored_bytes(thread_id)
 
 
 MemorySaver = InMemorySaver

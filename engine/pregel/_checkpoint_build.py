@@ -80,13 +80,16 @@ class CheckpointBuilder(LoopState):
             else:
                 values[chan] = value
         self._saved_values = values
+        seen = working["versions_seen"]
+        if not getattr(self.persistence, "kept_by_copy", False):
+            seen = {k: dict(v) for k, v in seen.items()}  # the saver may keep it
         snapshot = Checkpoint(
             v=working.get("v", 4),
             id=working["id"],
             ts=working["ts"],
             channel_values=values,
             channel_versions=dict(working["channel_versions"]),
-            versions_seen={k: dict(v) for k, v in working["versions_seen"].items()},
+            versions_seen=seen,
             updated_channels=working.get("updated_channels"),
         )
         if self.graph.schema_version is not None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import socket
 import threading
@@ -48,8 +49,10 @@ __all__ = (
     "OnBusy",
     "ThreadHold",
     "aheld_steps",
+    "ahold_for_update",
     "ahold_thread",
     "held_steps",
+    "hold_for_update",
     "hold_thread",
     "with_on_busy",
 )
@@ -69,6 +72,11 @@ config (the ``on_busy=`` argument of invoke/stream wins)."""
 
 CONFIG_KEY_LEASE = "__engine_lease"
 """Configurable key carrying the root run's :class:`ThreadHold` to its subgraphs."""
+
+_NOTHING_DONE = {
+    "run": "Nothing of this run was executed.",
+    "update": "Nothing of this update was written.",
+}
 
 _FIRST_POLL = 0.05
 _LONGEST_POLL = 1.0
@@ -177,6 +185,8 @@ class _Renewer:
         self.cond = threading.Condition()
         self.holds: dict[int, ThreadHold] = {}
         self.thread: threading.Thread | None = None
+        self.wake_at = math.inf
+        """When the thread wakes next on its own (infinity: it waits to be woken)."""
 
     def add(self, hold: ThreadHold) -> None:
         with self.cond:
@@ -186,7 +196,11 @@ class _Renewer:
                     target=self._run, name="engine-lease-renewer", daemon=True
                 )
                 self.thread.start()
-            self.cond.notify()
+            # Woken only when this lease is due before its next wake: back-to-back
+            # short runs then cost the thread nothing (it wakes when the oldest
+            # lease was due, finds it gone, and sleeps until the next one).
+            if hold.renew_at < self.wake_at:
+                self.cond.notify()
 
     def remove(self, hold: ThreadHold) -> None:
         with self.cond:
@@ -205,7 +219,9 @@ class _Renewer:
                     upcoming = min(
                         (h.renew_at for h in self.holds.values()), default=None
                     )
+                    self.wake_at = math.inf if upcoming is None else upcoming
                     self.cond.wait(None if upcoming is None else upcoming - now)
+                    self.wake_at = -math.inf  # awake: anything added is seen
                     continue
                 for hold in due:  # not due again until this renewal is done
                     hold.renew_at = now + hold.seconds
@@ -216,6 +232,7 @@ class _Renewer:
         self.cond = threading.Condition()
         self.holds = {}
         self.thread = None
+        self.wake_at = math.inf
 
 
 _RENEWER = _Renewer()
@@ -248,13 +265,13 @@ def _plan(loop: PregelLoop, *, is_async: bool) -> tuple[ThreadHold | None, OnBus
     return hold, on_busy
 
 
-def _busy(lease: ThreadLease) -> ThreadBusyError:
+def _busy(lease: ThreadLease, nothing_done: str) -> ThreadBusyError:
     return ThreadBusyError(
         error_message(
             f"Thread {lease.thread_id!r} (namespace {lease.checkpoint_ns!r}) is busy: "
             f"another run ({lease.holder}) holds it, its lease running until "
-            f"{lease.expires_at.isoformat()} unless renewed. Nothing of this run was "
-            'executed. Retry when that run ends, or pass on_busy="wait" to wait '
+            f"{lease.expires_at.isoformat()} unless renewed. {nothing_done} "
+            'Retry when that run ends, or pass on_busy="wait" to wait '
             "for it.",
             ErrorCode.THREAD_BUSY,
         ),
@@ -263,6 +280,38 @@ def _busy(lease: ThreadLease) -> ThreadBusyError:
         holder=lease.holder,
         expires_at=lease.expires_at,
     )
+
+
+def _acquire(hold: ThreadHold, on_busy: OnBusy, what: str = "run") -> float:
+    """Take ``hold``'s lease (polling while busy, when asked to wait); when it was sent."""
+    pause = _FIRST_POLL
+    while True:
+        sent = time.monotonic()
+        lease = hold.saver.acquire_lease(
+            hold.thread_id, hold.checkpoint_ns, hold.holder, hold.seconds
+        )
+        if lease.holder == hold.holder:
+            return sent
+        if on_busy == "raise":
+            raise _busy(lease, _NOTHING_DONE[what])
+        time.sleep(pause)
+        pause = min(pause * 2, _LONGEST_POLL)
+
+
+async def _aacquire(hold: ThreadHold, on_busy: OnBusy, what: str = "run") -> float:
+    """Async twin of :func:`_acquire`."""
+    pause = _FIRST_POLL
+    while True:
+        sent = time.monotonic()
+        lease = await hold.saver.aacquire_lease(
+            hold.thread_id, hold.checkpoint_ns, hold.holder, hold.seconds
+        )
+        if lease.holder == hold.holder:
+            return sent
+        if on_busy == "raise":
+            raise _busy(lease, _NOTHING_DONE[what])
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, _LONGEST_POLL)
 
 
 def _start(hold: ThreadHold, loop: PregelLoop, sent: float) -> None:
@@ -279,19 +328,8 @@ def hold_thread(loop: PregelLoop) -> Iterator[ThreadHold | None]:
     if hold is None:
         yield None
         return
-    saver, pause = hold.saver, _FIRST_POLL
-    while True:
-        sent = time.monotonic()
-        lease = saver.acquire_lease(
-            hold.thread_id, hold.checkpoint_ns, hold.holder, hold.seconds
-        )
-        if lease.holder == hold.holder:
-            break
-        if on_busy == "raise":
-            raise _busy(lease)
-        time.sleep(pause)
-        pause = min(pause * 2, _LONGEST_POLL)
-    _start(hold, loop, sent)
+    saver = hold.saver
+    _start(hold, loop, _acquire(hold, on_busy))
     try:
         yield hold
     finally:
@@ -309,19 +347,8 @@ async def ahold_thread(loop: PregelLoop) -> AsyncIterator[ThreadHold | None]:
     if hold is None:
         yield None
         return
-    saver, pause = hold.saver, _FIRST_POLL
-    while True:
-        sent = time.monotonic()
-        lease = await saver.aacquire_lease(
-            hold.thread_id, hold.checkpoint_ns, hold.holder, hold.seconds
-        )
-        if lease.holder == hold.holder:
-            break
-        if on_busy == "raise":
-            raise _busy(lease)
-        await asyncio.sleep(pause)
-        pause = min(pause * 2, _LONGEST_POLL)
-    _start(hold, loop, sent)
+    saver = hold.saver
+    _start(hold, loop, await _aacquire(hold, on_busy))
     try:
         yield hold
     finally:
@@ -348,3 +375,83 @@ async def aheld_steps(loop: PregelLoop, steps: AsyncIterator[T]) -> AsyncIterato
             aclose = getattr(steps, "aclose", None)
             if aclose is not None:
                 await aclose()
+
+
+def _update_plan(
+    saver: BaseCheckpointSaver, config: RunnableConfig
+) -> tuple[ThreadHold | None, dict[str, Any] | None, OnBusy]:
+    """The lease an ``update_state`` takes, or the fence of the run it is part of.
+
+    An update writes a checkpoint, so it is a writer like a run: it holds the
+    thread for the few statements it takes. The lease is the root namespace's
+    (where runs take theirs; a subgraph namespace's update is a write to the
+    same thread). Called from inside a run on the same saver (a node updating
+    its own thread), it writes under that run's lease instead of taking one.
+    """
+    conf = config.get(CONF, {})
+    on_busy: OnBusy = conf.get(CONFIG_KEY_ON_BUSY) or "raise"
+    if on_busy not in ("raise", "wait"):
+        raise ValueError(f"on_busy must be 'raise' or 'wait', got {on_busy!r}")
+    thread_id = conf.get("thread_id")
+    if not getattr(saver, "supports_leases", False) or not thread_id:
+        return None, None, on_busy
+    running = conf.get(CONFIG_KEY_LEASE)
+    if (
+        isinstance(running, ThreadHold)
+        and running.saver is saver
+        and running.thread_id == str(thread_id)
+    ):
+        return None, {HELD_LEASE: running.fence}, on_busy
+    ns = str(conf.get("checkpoint_ns") or "")
+    root_ns = "" if ":" in ns else ns  # "node:task_id|..." is a subgraph's
+    hold = ThreadHold(
+        saver,
+        str(thread_id),
+        root_ns,
+        float(getattr(saver, "lease_seconds", 30.0)),
+        is_async=False,
+    )
+    return hold, {HELD_LEASE: hold.fence}, on_busy
+
+
+@contextmanager
+def hold_for_update(
+    saver: BaseCheckpointSaver, config: RunnableConfig
+) -> Iterator[dict[str, Any] | None]:
+    """Hold the thread while ``update_state`` writes; yields the saves' fence.
+
+    Refused with ``ThreadBusyError`` while a run (or another update) holds the
+    thread, before anything is written; ``on_busy="wait"`` in the config's
+    ``configurable`` waits instead.
+    """
+    hold, fence, on_busy = _update_plan(saver, config)
+    if hold is None:
+        yield fence
+        return
+    _acquire(hold, on_busy, "update")
+    try:
+        yield fence
+    finally:
+        try:
+            saver.release_lease(hold.thread_id, hold.checkpoint_ns, hold.holder)
+        except Exception:  # it expires on its own
+            log.warning("could not release the lease on thread %r", hold.thread_id)
+
+
+@asynccontextmanager
+async def ahold_for_update(
+    saver: BaseCheckpointSaver, config: RunnableConfig
+) -> AsyncIterator[dict[str, Any] | None]:
+    """Async twin of :func:`hold_for_update`."""
+    hold, fence, on_busy = _update_plan(saver, config)
+    if hold is None:
+        yield fence
+        return
+    await _aacquire(hold, on_busy, "update")
+    try:
+        yield fence
+    finally:
+        try:
+            await saver.arelease_lease(hold.thread_id, hold.checkpoint_ns, hold.holder)
+        except Exception:  # it expires on its own
+            log.warning("could not release the lease on thread %r", hold.thread_id)

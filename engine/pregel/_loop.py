@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from engine import events as ev
+from engine._internal import _faults
 from engine._internal._constants import (
     CONF,
     CONFIG_KEY_CHECKPOINT_ID,
@@ -477,6 +478,8 @@ class PregelLoop(ResumeBook, NodeCache, CheckpointBuilder):
         ``last`` says no sibling is still running: then the writes may ride along
         with the checkpoint that follows (one commit per step).
         """
+        if _faults.ARMED and error is None:
+            _faults.hit("after_task_before_writes", task.name)
         path = task_path_str(task.path)
         task.finished = time.time()
         if "events" in self.modes and TAG_HIDDEN not in task.node.tags:

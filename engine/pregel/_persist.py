@@ -94,6 +94,14 @@ async def aput_step(
 Saved = tuple[StepSave, "Callable[[float], None] | None"]
 
 
+def saves_inline(saver: BaseCheckpointSaver) -> bool:
+    """Whether the saver's class says a save is quick and does no I/O (the in-memory
+    saver): then the loop saves inline, as ``sync`` durability does, because a
+    background lane would only add thread hand-offs. Read from the class, so a
+    wrapper that forwards attributes to such a saver still gets a lane."""
+    return getattr(type(saver), "saves_inline", False) is True
+
+
 def _steps_of(saver: BaseCheckpointSaver) -> Callable[[Sequence[StepSave]], Any]:
     put_steps = getattr(saver, "put_steps", None)
     if put_steps is not None:
@@ -128,12 +136,16 @@ class SyncPersistence:
         "_running",
         "background",
         "fence",
+        "kept_by_copy",
         "saver",
     )
 
     def __init__(self, saver: BaseCheckpointSaver, background: bool) -> None:
         self.saver = saver
-        self.background = background
+        self.background = background and not saves_inline(saver)
+        self.kept_by_copy = not self.background and saves_inline(saver)
+        """The saver has copied (encoded) all it keeps of a save when ``put_step``
+        returns, so the loop may hand it dicts it goes on changing."""
         self.fence: dict[str, Any] | None = None
         """Config keys every save carries: the run's thread lease (``_lease``)."""
         self._queue: deque[Saved] = deque()
@@ -232,11 +244,21 @@ class AsyncPersistence:
     """Saves for an asyncio run: one lane task on the event loop, in order, batched
     like :class:`SyncPersistence`'s background lane."""
 
-    __slots__ = ("_error", "_idle", "_lane", "_queue", "background", "fence", "saver")
+    __slots__ = (
+        "_error",
+        "_idle",
+        "_lane",
+        "_queue",
+        "background",
+        "fence",
+        "kept_by_copy",
+        "saver",
+    )
 
     def __init__(self, saver: BaseCheckpointSaver, background: bool) -> None:
         self.saver = saver
         self.background = background
+        self.kept_by_copy = False  # saves run later, on the lane
         self.fence: dict[str, Any] | None = None
         """Config keys every save carries: the run's thread lease (``_lease``)."""
         self._queue: deque[Saved] = deque()

@@ -53,6 +53,7 @@ from engine.pregel._delta import (
     update_writes_to_store,
     with_delta_values,
 )
+from engine.pregel._lease import ahold_for_update, hold_for_update
 from engine.types import StateUpdate
 
 if TYPE_CHECKING:
@@ -77,7 +78,13 @@ __all__ = (
 
 
 def infer_as_node(graph: Pregel, checkpoint: Checkpoint) -> str | None:
-    """The node whose writes are newest, when that is unambiguous."""
+    """The node ``update_state`` writes as when ``as_node`` is omitted (LangGraph's rule).
+
+    The only node of a one-node graph; the input node before anything ran; the
+    node whose writes the checkpoint saw last, when exactly one did; else None
+    (the update is then refused as ambiguous). Public as ``engine.pregel.infer_as_node``
+    so callers (the studio's governance check) apply the same rule before writing.
+    """
     if len(graph.nodes) == 1:
         return next(iter(graph.nodes))
     seen = checkpoint["versions_seen"]
@@ -454,14 +461,25 @@ def _plan_copy(
     return plan
 
 
+def _fenced(config: RunnableConfig, fence: dict[str, Any] | None) -> RunnableConfig:
+    """``config`` carrying the update's lease (the saver stores nothing without it)."""
+    if fence is None:
+        return config
+    return {**config, CONF: {**config.get(CONF, {}), **fence}}
+
+
 def _save_plan(
-    saver: BaseCheckpointSaver, plan: _UpdatePlan, saved: CheckpointTuple | None
+    saver: BaseCheckpointSaver,
+    plan: _UpdatePlan,
+    saved: CheckpointTuple | None,
+    fence: dict[str, Any] | None,
 ) -> RunnableConfig:
+    parent = _fenced(plan.parent_config, fence)
     for tid, writes in plan.task_writes:
         if saved is not None and writes:
-            saver.put_writes(plan.parent_config, writes, tid)
+            saver.put_writes(parent, writes, tid)
     return saver.put(
-        plan.parent_config,
+        parent,
         plan.checkpoint,
         plan.metadata,  # type: ignore[arg-type]
         plan.new_versions,
@@ -469,13 +487,17 @@ def _save_plan(
 
 
 async def _asave_plan(
-    saver: BaseCheckpointSaver, plan: _UpdatePlan, saved: CheckpointTuple | None
+    saver: BaseCheckpointSaver,
+    plan: _UpdatePlan,
+    saved: CheckpointTuple | None,
+    fence: dict[str, Any] | None,
 ) -> RunnableConfig:
+    parent = _fenced(plan.parent_config, fence)
     for tid, writes in plan.task_writes:
         if saved is not None and writes:
-            await saver.aput_writes(plan.parent_config, writes, tid)
+            await saver.aput_writes(parent, writes, tid)
     return await saver.aput(
-        plan.parent_config,
+        parent,
         plan.checkpoint,
         plan.metadata,  # type: ignore[arg-type]
         plan.new_versions,
@@ -505,17 +527,18 @@ def bulk_update_state(
     merged, _ = graph._resolve(config)
     saver = saver_or_raise(graph, merged)
     current, result = merged, merged
-    while steps:
-        updates = steps.pop(0)
-        saved = with_delta_values(graph.channels, saver.get_tuple(current), saver)
-        plan = plan_update(graph, saver, current, saved, updates)
-        plan.task_writes = update_writes_to_store(
-            graph.channels, saver, saved, plan.task_writes
-        )
-        result = _save_plan(saver, plan, saved)
-        current = _following(current, result)
-        if plan.then:
-            steps.insert(0, plan.then)
+    with hold_for_update(saver, merged) as fence:
+        while steps:
+            updates = steps.pop(0)
+            saved = with_delta_values(graph.channels, saver.get_tuple(current), saver)
+            plan = plan_update(graph, saver, current, saved, updates)
+            plan.task_writes = update_writes_to_store(
+                graph.channels, saver, saved, plan.task_writes
+            )
+            result = _save_plan(saver, plan, saved, fence)
+            current = _following(current, result)
+            if plan.then:
+                steps.insert(0, plan.then)
     return result
 
 
@@ -528,19 +551,20 @@ async def abulk_update_state(
     merged, _ = graph._resolve(config)
     saver = saver_or_raise(graph, merged)
     current, result = merged, merged
-    while steps:
-        updates = steps.pop(0)
-        saved = await awith_delta_values(
-            graph.channels, await saver.aget_tuple(current), saver
-        )
-        plan = plan_update(graph, saver, current, saved, updates)
-        plan.task_writes = await aupdate_writes_to_store(
-            graph.channels, saver, saved, plan.task_writes
-        )
-        result = await _asave_plan(saver, plan, saved)
-        current = _following(current, result)
-        if plan.then:
-            steps.insert(0, plan.then)
+    async with ahold_for_update(saver, merged) as fence:
+        while steps:
+            updates = steps.pop(0)
+            saved = await awith_delta_values(
+                graph.channels, await saver.aget_tuple(current), saver
+            )
+            plan = plan_update(graph, saver, current, saved, updates)
+            plan.task_writes = await aupdate_writes_to_store(
+                graph.channels, saver, saved, plan.task_writes
+            )
+            result = await _asave_plan(saver, plan, saved, fence)
+            current = _following(current, result)
+            if plan.then:
+                steps.insert(0, plan.then)
     return result
 
 

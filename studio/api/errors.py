@@ -18,7 +18,7 @@ from django.http import Http404, HttpRequest, JsonResponse
 from django.utils.log import log_response
 from pydantic import ValidationError
 
-from studio.errors import StudioError
+from studio.errors import StudioError, from_storage
 from studio.middleware import present_validation
 
 __all__ = (
@@ -81,6 +81,7 @@ def error_response(request: HttpRequest, exc: Exception) -> JsonResponse:
     """
     if isinstance(exc, ValidationError):
         return json_error(present_validation(exc), 422)
+    exc = from_storage(exc) or exc  # a tampered or corrupt checkpoint: 409
     if isinstance(exc, StudioError):
         response = json_error(exc.message, exc.http_status)
         if isinstance(exc, NotAuthenticated):

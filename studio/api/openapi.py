@@ -74,6 +74,48 @@ SECURITY_SCHEMES = {
     },
 }
 
+PATH_PARAMETERS: dict[str, dict[str, Any]] = {
+    "assistant_id": {"type": "string", "format": "uuid"},
+}
+"""Path parameters with more to say than ``string`` (others are plain strings)."""
+PATH_DESCRIPTIONS = {
+    "assistant_id": "The assistant's UUID, or the graph's name; anything else is 422.",
+}
+
+SSE_EVENT: dict[str, Any] = {
+    "type": "object",
+    "description": "One server-sent event: its name and its data (JSON text).",
+    "properties": {
+        "event": {"type": "string"},
+        "data": {"type": "string"},
+        "id": {"type": "string"},
+    },
+    "required": ["data"],
+}
+"""The schema of each event of a ``text/event-stream`` answer (as OpenAPI 3.2's
+``itemSchema`` says; clients of 3.1 read it per event too)."""
+
+HEADER_PARAMETERS: dict[str, dict[str, Any]] = {
+    "Idempotency-Key": {
+        "name": "Idempotency-Key",
+        "in": "header",
+        "required": False,
+        "schema": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 255,
+            "pattern": "^[\\x21-\\x7e]+$",
+        },
+        "description": "Makes the request safe to send again: the same key from "
+        "the same user (from the token or session) with the same thread and body "
+        "answers the run it created first and queues nothing (two such requests "
+        "at once make one run). The same key with another body or thread is 422; "
+        "keys are per user (another user's key never names your run). 1 to 255 "
+        "visible ASCII characters; kept as long as the run is.",
+    },
+}
+"""Request headers an operation may read (``Route.headers`` names them)."""
+
 _lock = threading.Lock()
 _cache: dict[int, dict[str, Any]] = {}
 
@@ -168,12 +210,20 @@ def _operation(
     }
     if route.description:
         operation["description"] = route.description
-    parameters = [
-        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-        for name in route.parameters
-    ]
+    parameters: list[dict[str, Any]] = []
+    for name in route.parameters:
+        parameter = {
+            "name": name,
+            "in": "path",
+            "required": True,
+            "schema": dict(PATH_PARAMETERS.get(name, {"type": "string"})),
+        }
+        if name in PATH_DESCRIPTIONS:
+            parameter["description"] = PATH_DESCRIPTIONS[name]
+        parameters.append(parameter)
     if route.query is not None:
         parameters.extend(_query_parameters(route.query))
+    parameters.extend(dict(HEADER_PARAMETERS[name]) for name in route.headers)
     if parameters:
         operation["parameters"] = parameters
     if route.body is not None:
@@ -207,6 +257,8 @@ def _success(
     if route.response is not None:
         schema = components.describe(route.response)
         answer["content"] = {route.media_type: {"schema": schema}}
+    elif route.media_type == "text/event-stream":
+        answer["content"] = {route.media_type: {"schema": SSE_EVENT}}
     elif route.media_type != "application/json":
         answer["content"] = {route.media_type: {"schema": {"type": "string"}}}
     return answer

@@ -103,6 +103,8 @@ class Route:
     media_type: str = "application/json"
     """Of the success answer: ``text/event-stream`` for streams."""
     description: str = ""
+    headers: tuple[str, ...] = ()
+    """Request headers it reads, by name (``studio.api.openapi.HEADER_PARAMETERS``)."""
     raw: bool = False
     """The view authenticates, parses and renders errors itself (an ``api_view``)."""
 

@@ -11,9 +11,9 @@ background runs. ``webhook`` is refused when set: the studio calls no URLs.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from studio.api.schemas import (
     Body,
@@ -22,8 +22,10 @@ from studio.api.schemas import (
     JsonObject,
     Query,
     Shape,
+    UuidText,
 )
 from studio.errors import InvalidInput
+from studio.json_input import WHOLE_NUMBER
 from studio.services.api_runs import RunSpec
 
 __all__ = (
@@ -53,6 +55,24 @@ StreamModeName = Literal[
 """The stream modes served (the SDK's ``tools`` and ``lifecycle`` are not)."""
 
 
+_UPDATE = {
+    "anyOf": [
+        {"type": "object"},
+        {
+            "type": "array",
+            "items": {
+                "type": "array",
+                "prefixItems": [{"type": "string"}, {}],
+                "minItems": 2,
+                "maxItems": 2,
+            },
+        },
+        {"type": "null"},
+    ]
+}
+"""``command.update`` as documented: what ``RunCommand._pairs`` accepts."""
+
+
 class RunSend(Body):
     """``Send(node, input)`` in a command's ``goto``."""
 
@@ -63,8 +83,12 @@ class RunSend(Body):
 class RunCommand(Body):
     """``Command(resume=..., update=..., goto=...)`` as JSON (at least one of them)."""
 
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
+
     resume: Any = None
-    update: dict[str, Any] | list[list[Any]] | None = None
+    update: Annotated[
+        dict[str, Any] | list[list[Any]] | None, WithJsonSchema(_UPDATE)
+    ] = None
     """A mapping, or ``[key, value]`` pairs (JSON has no tuples)."""
     goto: str | RunSend | list[str | RunSend] | None = None
 
@@ -91,7 +115,7 @@ class RunConfig(Body):
     """The run's config: the SDK's ``Config`` (``tags``, ``recursion_limit``, ``configurable``)."""
 
     tags: list[str] | None = None
-    recursion_limit: int | None = Field(default=None, ge=1, le=100_000)
+    recursion_limit: Annotated[int, Field(ge=1, le=100_000), WHOLE_NUMBER] | None = None
     configurable: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
     """Accepted and not used: the run's metadata is the server's (``RemoteGraph``
@@ -101,7 +125,8 @@ class RunConfig(Body):
 class RunCreate(Body):
     """``POST /threads/{thread_id}/runs[/wait|/stream]`` and ``POST /runs[...]``."""
 
-    assistant_id: str = Field(min_length=1, max_length=200)
+    assistant_id: UuidText = Field(min_length=1, max_length=200)
+    """The assistant's UUID, or the graph's name; anything else is 422."""
     input: Any = None
     command: RunCommand | None = None
     stream_mode: StreamModeName | list[StreamModeName] = "values"
@@ -117,14 +142,16 @@ class RunCreate(Body):
     interrupt_before: Literal["*"] | list[str] | None = None
     interrupt_after: Literal["*"] | list[str] | None = None
     feedback_keys: list[str] | None = None
-    webhook: str | None = None
+    webhook: Annotated[str | None, WithJsonSchema({"type": "null"})] = None
+    """Refused when set (422): the studio calls no URLs."""
     multitask_strategy: Literal["reject", "enqueue", "interrupt", "rollback"] | None = (
         None
     )
     if_not_exists: Literal["create", "reject"] | None = None
     on_disconnect: Literal["cancel", "continue"] | None = None
     on_completion: Literal["delete", "keep"] | None = None
-    after_seconds: int | float | None = Field(default=None, ge=0, le=86_400)
+    after_seconds: Annotated[float, Field(ge=0, le=86_400)] | None = None
+    """Seconds to wait before the run starts (an integer or not)."""
     strict_resume: bool | None = None
     langsmith_tracer: dict[str, Any] | None = None
 
@@ -200,7 +227,10 @@ class RunListQuery(Query):
 
     limit: int = Field(default=10, ge=1, le=1000)
     offset: int = Field(default=0, ge=0)
-    status: str = ""
+    status: Literal[
+        "", "pending", "running", "success", "error", "timeout", "interrupted"
+    ] = ""
+    """Only runs in this status (empty: all)."""
 
 
 class RunCancelQuery(Query):

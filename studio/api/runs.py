@@ -25,6 +25,15 @@ decision was only the first of two levels, **202** with ``{"detail": message,
 "decision": {...}}`` (no run exists yet), for ``create``, ``wait`` and
 ``stream`` alike.
 
+Every path that creates a run (the three under ``/threads/{tid}/runs`` and the
+three stateless ones) takes an ``Idempotency-Key`` header (1-255 visible ASCII
+characters): the same key from the same user (identified by the token or the
+session, never by the body) with the same thread and body answers the run that
+key created first (its Run, its values, or its stream from the start) and
+queues nothing; two such requests at once make one run (the key is unique per
+user in the database). The same key with another body or thread is 422, and a
+key names only its own user's runs.
+
 Errors are ``{"detail": ...}``: 401, 403, 404 (also for threads and runs of
 other users), 409 (``multitask_strategy="reject"`` on a busy thread: nothing
 is stored), 413, 422 (a malformed body, an unknown key, a reserved
@@ -34,6 +43,7 @@ execute in workers, never here.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -71,19 +81,42 @@ __all__ = (
 )
 
 
-def _body(
-    request: HttpRequest, thread_id: str | None
-) -> tuple[RunCreate, api_runs.RunSpec]:
-    body = RunCreate.model_validate(read_json_object(request))
-    return body, body.to_spec(thread_id)
+IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
+"""An ``Idempotency-Key``: 1 to 255 visible ASCII characters (a UUID, say)."""
+
+
+def _idempotency_key(request: HttpRequest) -> str:
+    """The request's ``Idempotency-Key`` header ("" without one).
+
+    Raises:
+        InvalidInput (422): an empty or malformed key.
+    """
+    if "Idempotency-Key" not in request.headers:
+        return ""
+    key = request.headers["Idempotency-Key"].strip()
+    if not IDEMPOTENCY_KEY.match(key):
+        raise InvalidInput(
+            "Idempotency-Key: send 1 to 255 visible ASCII characters (a UUID, say)."
+        )
+    return key
 
 
 def _queued(
     request: HttpRequest, thread_id: str | None, *, streaming: bool
 ) -> tuple[RunCreate, api_runs.Created]:
-    """Validate the body and queue the run: ``(body, Created)``."""
-    body, spec = _body(request, thread_id)
-    created = api_runs.create_run(request.user, thread_id, spec, streaming=streaming)
+    """Validate the body and queue the run: ``(body, Created)``.
+
+    With an ``Idempotency-Key`` header, the run the same user already created with
+    that key for the same thread and body is the answer (nothing new is queued).
+    """
+    key = _idempotency_key(request)
+    raw = read_json_object(request)
+    body = RunCreate.model_validate(raw)
+    spec = body.to_spec(thread_id)
+    sent = api_runs.idempotency(key, thread_id, raw) if key else None
+    created = api_runs.create_run(
+        request.user, thread_id, spec, streaming=streaming, idempotency=sent
+    )
     return body, created
 
 
@@ -252,6 +285,7 @@ def run_cancel(request: HttpRequest, thread_id: str, run_id: str) -> HttpRespons
     return json_after_wait(run.run_id, run.thread_id, api_runs.run_json_of)
 
 
+_IDEMPOTENT = ("Idempotency-Key",)
 _RUN = "/threads/{thread_id}/runs/{run_id}"
 _RUN_ERRORS = (401, 404)
 _CREATE_ERRORS = (401, 403, 404, 409, 413, 422)
@@ -282,6 +316,7 @@ urlpatterns: list[URLPattern] = register(
         "run-wait",
         "Create a run and wait for its final values",
         body=RunCreate,
+        headers=_IDEMPOTENT,
         response=JsonObject,
         errors=_CREATE_ERRORS,
         statuses={202: "A first-level approval: no run yet."},
@@ -297,6 +332,7 @@ urlpatterns: list[URLPattern] = register(
         "run-stream-create",
         "Create a run and stream it (SSE)",
         body=RunCreate,
+        headers=_IDEMPOTENT,
         media_type="text/event-stream",
         errors=_CREATE_ERRORS,
         statuses={202: "A first-level approval: no run yet."},
@@ -313,6 +349,7 @@ urlpatterns: list[URLPattern] = register(
         "run-create",
         "Create a background run",
         body=RunCreate,
+        headers=_IDEMPOTENT,
         response=Run,
         errors=_CREATE_ERRORS,
         statuses={202: "A first-level approval: no run yet."},
@@ -381,6 +418,7 @@ urlpatterns: list[URLPattern] = register(
         "stateless-run-wait",
         "Run on a new thread and wait for its final values",
         body=RunCreate,
+        headers=_IDEMPOTENT,
         response=JsonObject,
         errors=_CREATE_ERRORS,
         description=_STATELESS_NOTE.strip(),
@@ -392,6 +430,7 @@ urlpatterns: list[URLPattern] = register(
         "stateless-run-stream",
         "Run on a new thread and stream it (SSE)",
         body=RunCreate,
+        headers=_IDEMPOTENT,
         media_type="text/event-stream",
         errors=_CREATE_ERRORS,
         description=_STATELESS_NOTE.strip(),
@@ -403,6 +442,7 @@ urlpatterns: list[URLPattern] = register(
         "stateless-run-create",
         "Run on a new thread in the background",
         body=RunCreate,
+        headers=_IDEMPOTENT,
         response=Run,
         errors=_CREATE_ERRORS,
         description=_STATELESS_NOTE.strip(),

@@ -19,7 +19,16 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+)
+
+from studio.json_input import WHOLE_NUMBER
 
 __all__ = (
     "Assistant",
@@ -52,6 +61,7 @@ __all__ = (
     "ThreadState",
     "ThreadStatus",
     "ThreadTask",
+    "UuidText",
 )
 
 MAX_PAGE = 1000
@@ -114,8 +124,10 @@ class Query(BaseModel):
     )
 
 
-Limit = Annotated[int, Field(ge=1, le=MAX_PAGE)]
-Offset = Annotated[int, Field(ge=0)]
+UuidText = Annotated[str, WithJsonSchema({"type": "string", "format": "uuid"})]
+"""Text the view reads as a UUID (documented so; the view checks it)."""
+Limit = Annotated[int, Field(ge=1, le=MAX_PAGE), WHOLE_NUMBER]
+Offset = Annotated[int, Field(ge=0), WHOLE_NUMBER]
 
 
 # -- assistants ---------------------------------------------------------------------
@@ -235,7 +247,7 @@ def _canonical_uuid(value: str) -> str:
 class ThreadCreate(Body):
     """``POST /threads``."""
 
-    thread_id: str | None = None
+    thread_id: UuidText | None = None
     """A UUID; a new one when absent."""
     metadata: JsonObject | None = None
     """``graph_id`` (what the SDK sends for ``graph_id=``) binds the thread to a graph."""
@@ -306,14 +318,21 @@ class Thread(Shape):
     """The last run's error when ``status`` is ``error``."""
 
 
+CheckpointIdText = Annotated[
+    str,
+    WithJsonSchema({"type": "string", "pattern": "^[0-9A-Za-z][0-9A-Za-z._:-]{0,63}$"}),
+]
+"""A checkpoint id as sent (documented shape; ``thread_state_api`` checks it: 422)."""
+
+
 class CheckpointAddress(Body):
     """A checkpoint as clients send it back (``state["checkpoint"]``)."""
 
     thread_id: str | None = None
     """When given, the thread in the path."""
-    checkpoint_ns: str = ""
-    """Only the root namespace (``""``) is addressable here."""
-    checkpoint_id: str | None = None
+    checkpoint_ns: Annotated[str, WithJsonSchema({"type": "string", "const": ""})] = ""
+    """Only the root namespace (``""``) is addressable here (another is 422)."""
+    checkpoint_id: CheckpointIdText | None = None
     checkpoint_map: JsonObject | None = None
 
 
@@ -339,7 +358,7 @@ class StateUpdate(Body):
     """Required after a step where several nodes wrote (else 400, as the reference)."""
     checkpoint: CheckpointAddress | None = None
     """Update from this checkpoint (a fork) instead of the head."""
-    checkpoint_id: str | None = None
+    checkpoint_id: CheckpointIdText | None = None
     """Shorthand for ``checkpoint.checkpoint_id``."""
 
 
@@ -347,7 +366,7 @@ class HistoryRequest(Body):
     """``POST /threads/{thread_id}/history``: newest first."""
 
     limit: Limit = 10
-    before: str | CheckpointAddress | None = None
+    before: CheckpointIdText | CheckpointAddress | None = None
     """Only checkpoints older than this one (an id or a checkpoint)."""
     metadata: JsonObject | None = None
     """Only checkpoints whose metadata contains this."""

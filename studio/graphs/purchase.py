@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from engine.config import get_config
 from engine.graph import END, START, StateGraph
+from engine.testing import fault_point
 from engine.types import RetryPolicy, interrupt
 from studio.input_fields import MONEY_MINOR
 from studio.reviews.governance import Governance
@@ -372,6 +373,7 @@ def make_execute(
                 "status": "rejected",
                 "result": f"Refused: {receipt['refused']}. Nothing was bought ({where}).",
             }
+        fault_point("after_outbox_before_end", "purchase")
         approvers = receipt.get("approved_by") or [
             (state.get("decision") or {}).get("reviewer", "a reviewer")
         ]

@@ -27,11 +27,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from django.db import IntegrityError, transaction
 from pydantic import Field, ValidationError, field_validator
 
+from engine.testing import fault_point
 from studio.errors import (
     Conflict,
     Forbidden,
@@ -41,6 +42,7 @@ from studio.errors import (
     ThreadNotFound,
 )
 from studio.forms import StrictForm
+from studio.json_input import WHOLE_NUMBER
 from studio.middleware import present_validation
 from studio.models import ApprovalDecision, ReviewRequest, Run, Thread
 from studio.reviews import audit
@@ -67,7 +69,7 @@ class DecisionForm(StrictForm):
     """A reviewer's answer, as posted (strict: ``"1"`` is not an int in JSON)."""
 
     request_id: str = Field(min_length=1, max_length=128)
-    approval_version: int = Field(ge=1)
+    approval_version: Annotated[int, Field(ge=1, le=2**31 - 1), WHOLE_NUMBER]
     decision_id: str = Field(min_length=1, max_length=64)
     action: Literal["approve", "reject"]
     reason: str = Field(default="", max_length=2000)
@@ -301,6 +303,7 @@ def _record(
         seen=waiting.payload,
         seen_hash=audit.payload_hash(waiting.payload),
     )
+    fault_point("after_decision_before_resume", thread.graph)
     final = form.action == "reject" or level >= required
     run_id = ""
     if final:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from studio import registry
+from studio import graph_registry as registry
 from studio.errors import Forbidden
 
 __all__ = (

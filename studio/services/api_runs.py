@@ -27,12 +27,15 @@ exists). Rules of the protocol that are decided here:
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from studio.errors import Conflict, InvalidInput, NotFound
 from studio.models import AuditEntry, Run, Thread
@@ -49,17 +52,21 @@ __all__ = (
     "RECORDED_FOR_JOIN",
     "RESERVED_CONFIGURABLE",
     "Created",
+    "Idempotency",
     "RunSpec",
     "cancel",
     "check_may_cancel",
     "create_run",
     "delete_run",
     "find_run",
+    "idempotency",
     "list_runs",
     "result_of",
     "run_json",
     "run_json_of",
 )
+
+log = logging.getLogger(__name__)
 
 RESERVED_CONFIGURABLE = frozenset(
     {
@@ -120,8 +127,49 @@ class Created:
     review that is already decided."""
 
 
+@dataclass(frozen=True, slots=True)
+class Idempotency:
+    """A request's ``Idempotency-Key`` and the fingerprint of what it asked."""
+
+    key: str
+    request_hash: str
+
+
+def idempotency(key: str, thread_id: str | None, body: Any) -> Idempotency:
+    """The key with the SHA-256 of the request's path thread and body (JSON with
+    sorted keys: the same object sent with its keys in another order matches)."""
+    canonical = json.dumps(
+        {"thread_id": thread_id, "body": body},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    return Idempotency(key, hashlib.sha256(canonical.encode()).hexdigest())
+
+
+def _run_for_key(user: Any, sent: Idempotency) -> Run | None:
+    """The run ``user`` created with this key (None: the key is new).
+
+    Raises:
+        InvalidInput (422): the key was used for a different request.
+    """
+    run = Run.objects.filter(created_by=user, idempotency_key=sent.key).first()
+    if run is not None and run.request_hash != sent.request_hash:
+        raise InvalidInput(
+            f"Idempotency-Key {sent.key!r} was already used for another request "
+            f"(run {run.run_id}, with a different body or thread). Send a new key "
+            "for a new request; send this one again only with the same request."
+        )
+    return run
+
+
 def create_run(
-    user: Any, thread_id: str | None, spec: RunSpec, *, streaming: bool
+    user: Any,
+    thread_id: str | None,
+    spec: RunSpec,
+    *,
+    streaming: bool,
+    idempotency: Idempotency | None = None,
 ) -> Created:
     """Queue the run a request asks for (see the module doc for the rules).
 
@@ -129,6 +177,10 @@ def create_run(
         thread_id: the thread of ``/threads/{thread_id}/runs...``; None for a
             stateless run (``/runs...``).
         streaming: the request streams the run (``.../runs/stream``).
+        idempotency: the request's ``Idempotency-Key``: when ``user`` already
+            created a run with it for the same request, that run is the answer
+            and nothing new is stored (also for two such requests at once: the
+            key is unique per user in the database).
 
     Raises:
         NotFound (404): an unknown assistant UUID; a thread the user may not
@@ -138,7 +190,12 @@ def create_run(
         Forbidden (403): a governed command from outside the console, a
             decision the user may not make.
         Conflict (409): a busy thread under ``reject``; another graph's thread.
+        InvalidInput (422): an ``Idempotency-Key`` already used for another request.
     """
+    if idempotency is not None:
+        earlier = _run_for_key(user, idempotency)
+        if earlier is not None:
+            return Created(run=earlier)
     graph = resolve(spec.assistant_id)
     _check_spec(graph, spec, stateless=thread_id is None)
     creates = thread_id is not None and spec.if_not_exists == "create"
@@ -151,9 +208,35 @@ def create_run(
     ):
         thread = Thread.objects.filter(pk=thread_id).first()
         if thread is not None and can_see(user, thread) and _answers_review(thread):
-            return _decision(user, thread, spec, streaming=streaming)
+            return _decision(
+                user, thread, spec, streaming=streaming, idempotency=idempotency
+            )
     temporary = thread_id is None and (spec.on_completion or "delete") == "delete"
-    run = start_run(
+    try:
+        run = _start(
+            user, graph, thread_id, spec, creates, temporary, streaming, idempotency
+        )
+    except IntegrityError:
+        # the same key sent twice at once: the other request created the run
+        earlier = _run_for_key(user, idempotency) if idempotency else None
+        if earlier is None:
+            raise
+        log.info("Idempotency-Key sent twice at once: answered run %s", earlier.pk)
+        return Created(run=earlier)
+    return Created(run=run)
+
+
+def _start(
+    user: Any,
+    graph: str,
+    thread_id: str | None,
+    spec: RunSpec,
+    creates: bool,
+    temporary: bool,
+    streaming: bool,
+    idempotency: Idempotency | None,
+) -> Run:
+    return start_run(
         graph=graph,
         user=user,
         input=spec.input,
@@ -168,8 +251,9 @@ def create_run(
         metadata=spec.metadata,
         kwargs=_kwargs(spec, temporary=temporary),
         stream_modes=_recorded(spec, streaming=streaming),
+        idempotency_key=idempotency.key if idempotency else "",
+        request_hash=idempotency.request_hash if idempotency else "",
     )
-    return Created(run=run)
 
 
 def _check_spec(graph: str, spec: RunSpec, *, stateless: bool) -> None:
@@ -230,8 +314,19 @@ def _answers_review(thread: Thread) -> bool:
     )
 
 
-def _decision(user: Any, thread: Thread, spec: RunSpec, *, streaming: bool) -> Created:
-    """A resume to a governed review: the reviewer console's decision protocol."""
+def _decision(
+    user: Any,
+    thread: Thread,
+    spec: RunSpec,
+    *,
+    streaming: bool,
+    idempotency: Idempotency | None = None,
+) -> Created:
+    """A resume to a governed review: the reviewer console's decision protocol.
+
+    The decision's own ``decision_id`` makes it idempotent; an ``Idempotency-Key``
+    is recorded on the run it queued as well (unless that key is taken meanwhile).
+    """
     assert spec.command is not None
     extra = sorted(set(spec.command) - {"resume"})
     if extra or spec.checkpoint_id or spec.input is not None:
@@ -257,6 +352,15 @@ def _decision(user: Any, thread: Thread, spec: RunSpec, *, streaming: bool) -> C
         kwargs=_kwargs(spec, temporary=False),
         stream_modes=_recorded(spec, streaming=streaming),
     )
+    if idempotency is not None:
+        try:
+            with transaction.atomic():
+                Run.objects.filter(pk=outcome.run_id, idempotency_key="").update(
+                    idempotency_key=idempotency.key,
+                    request_hash=idempotency.request_hash,
+                )
+        except IntegrityError:  # the key names another run of this user already
+            pass
     run = Run.objects.filter(pk=outcome.run_id).first()
     if run is None:  # deleted since: the decision stands
         return Created(run=None, decision=outcome.as_json(), message=outcome.message)

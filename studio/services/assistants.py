@@ -1,6 +1,6 @@
 """Assistants: the Agent Server's view of the registered graphs, one assistant per graph.
 
-An assistant here is not stored: each graph of the registry (``studio.registry``)
+An assistant here is not stored: each graph of the registry (``studio.graph_registry``)
 is one, with the reference server's id (``uuid5`` of the graph name in the
 namespace below), ``name == graph_id``, ``version`` 1, empty ``config`` and
 ``context`` and ``metadata == {"created_by": "system"}``. Its timestamps are the
@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from studio import registry
+from studio import graph_registry as registry
 from studio.errors import (
     GraphNotFound,
     GraphUnavailable,

@@ -18,7 +18,7 @@ from django.utils.safestring import SafeString
 
 from engine.constants import END, START
 from engine.pregel import Pregel
-from studio import registry
+from studio import graph_registry as registry
 from studio.errors import GraphUnavailable
 from studio.forms import RunInputForm
 from studio.input_fields import input_fields

@@ -18,6 +18,8 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from django.db import transaction
+
 from engine import events as ev
 from engine.checkpoint.serde.jsonplus import JsonPlusSerializer
 from studio.groups import thread_group
@@ -326,10 +328,18 @@ class EventWriter:
     with everything before them. A fast run does not pay a round trip per event,
     and the browser still sees every event in order: the consumer catches up from the table on
     each notification, so one notification per batch (its last id) is enough.
+
+    With an ``owner`` (a worker's lease name), a batch is stored only while that
+    worker still holds the run (``running``, its lease owner), checked under a
+    lock on the run's row in the same transaction: a worker stopped past its
+    lease (a zombie) whose run another worker took over stores nothing more when
+    it wakes up; :attr:`lost` says so.
     """
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Run, owner: str = "") -> None:
         self.run = run
+        self.owner = owner
+        self.lost = False
         self.pending: list[RunEvent] = []
         self.oldest = 0.0
 
@@ -354,7 +364,29 @@ class EventWriter:
         if not self.pending:
             return
         batch, self.pending = self.pending, []
-        created = RunEvent.objects.bulk_create(batch)
+        if self.owner:
+            with transaction.atomic():
+                held = (
+                    Run.objects.select_for_update()
+                    .filter(
+                        pk=self.run.pk,
+                        status=Run.Status.RUNNING,
+                        lease_owner=self.owner,
+                    )
+                    .values_list("pk", flat=True)
+                )
+                if not list(held):
+                    if not self.lost:
+                        log.warning(
+                            "run %s: %s lost its lease; its events are not stored",
+                            self.run.pk,
+                            self.owner,
+                        )
+                    self.lost = True
+                    return
+                created = RunEvent.objects.bulk_create(batch)
+        else:
+            created = RunEvent.objects.bulk_create(batch)
         last = created[-1]
         if not last.pk:  # a backend that does not return ids: read it back
             last = RunEvent.objects.filter(run=self.run).order_by("-id").first() or last

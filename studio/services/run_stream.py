@@ -122,8 +122,8 @@ class _Waker:
             try:
                 self.channel = await self.layer.new_channel()
                 await self.layer.group_add(self.group, self.channel)
-            except Exception:  # no layer to listen to: poll the table instead
-                self.layer = None
+            except Exception:  # Redis is away: the wait below polls the table; a
+                pass  # layer that rides out outages joins the group when it is back
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -135,8 +135,14 @@ class _Waker:
         if self.layer is None or not self.channel:
             await asyncio.sleep(timeout)
             return
-        with contextlib.suppress(TimeoutError):
+        started = asyncio.get_running_loop().time()
+        try:
             await asyncio.wait_for(self.layer.receive(self.channel), timeout)
+        except TimeoutError:
+            pass
+        except Exception:  # the layer failed (Redis is away): wait out the poll
+            left = started + timeout - asyncio.get_running_loop().time()
+            await asyncio.sleep(max(0.0, left))
 
 
 async def follow(

@@ -6,7 +6,11 @@ lease that :class:`LeaseHeartbeat` extends while the run executes, and
 :func:`requeue_expired` for the runs of workers that died) and execute them,
 never in a request. Claiming is ``SELECT ... FOR UPDATE SKIP LOCKED`` on
 Postgres (any number of workers on any number of machines) and a conditional
-update on SQLite (the embedded single worker).
+update on SQLite (the embedded single worker); behind both, a partial unique
+index keeps at most one running run per thread, and a claim that loses to it
+claims nothing. A run whose lease expired ``STUDIO_RUN_MAX_ATTEMPTS`` times
+(default 3: its worker dies whenever it runs it) ends as an error instead of
+being queued again (:func:`give_up`).
 
 One run per thread at a time; a new run on a busy thread follows its
 ``multitask_strategy``: ``reject`` (409), ``enqueue`` (wait), ``interrupt``
@@ -31,16 +35,25 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
-from django.db.models import Count, Exists, F, OuterRef, ProtectedError, Q
+from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.db.models import (
+    Count,
+    Exists,
+    F,
+    OuterRef,
+    ProtectedError,
+    Q,
+    QuerySet,
+)
 from django.utils import timezone
 
 from studio import titles
 from studio.errors import Conflict, InvalidInput, ThreadNotFound
-from studio.models import AuditEntry, ReviewRequest, Run, Thread
+from studio.models import AuditEntry, ReviewRequest, Run, RunEvent, Thread
 from studio.observability import observer, tracing
 from studio.reviews import audit
 from studio.reviews.governance import GovernedWrite, governance_for
+from studio.services import run_log
 from studio.services.access import can_change, can_see, writable_thread
 from studio.services.graphs import runnable
 from studio.services.saver import get_saver
@@ -56,6 +69,8 @@ __all__ = (
     "cancel_run",
     "claim",
     "delete_thread_data",
+    "give_up",
+    "max_attempts",
     "requeue_expired",
     "settle_thread",
     "start_run",
@@ -70,6 +85,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TEMPORARY_GRACE_SECONDS = 60.0
 LEASE_SECONDS = 30.0
+DEFAULT_MAX_ATTEMPTS = 3
+"""``STUDIO_RUN_MAX_ATTEMPTS`` when the setting is absent."""
 """How long a claim lasts without a heartbeat (a worker's default)."""
 HEARTBEAT_SECONDS = 5.0
 """How often a lease is extended (at most a third of the lease)."""
@@ -124,6 +141,8 @@ def start_run(
     metadata: dict[str, Any] | None = None,
     kwargs: dict[str, Any] | None = None,
     stream_modes: list[str] | None = None,
+    idempotency_key: str = "",
+    request_hash: str = "",
 ) -> Run:
     """Queue a run of ``graph`` on a thread (created when ``thread_id`` is None).
 
@@ -139,7 +158,10 @@ def start_run(
     its first run. A run with input (re)titles the thread (``studio.titles``). API runs also pass ``assistant_id`` (then the thread's
     metadata records ``graph_id`` and ``assistant_id``, as the Agent Server's
     does), the run's ``metadata``, its protocol ``kwargs`` and the
-    ``stream_modes`` the worker records for SSE clients.
+    ``stream_modes`` the worker records for SSE clients, and their
+    ``Idempotency-Key`` with the ``request_hash`` of the request
+    (``studio.services.api_runs``; a key the user already used raises
+    ``IntegrityError`` and nothing is stored).
 
     Raises:
         InvalidInput: unknown strategy, negative delay.
@@ -213,6 +235,8 @@ def start_run(
         if request_id:
             _refuse_reused_request_id(request_id, thread)
         active = list(Run.objects.filter(thread=thread, status__in=ACTIVE))
+        if strategy == Run.Strategy.ENQUEUE:
+            _refuse_second_resume(active, command, checkpoint_id)
         if active:
             if strategy == Run.Strategy.REJECT:
                 raise Conflict(BUSY_MESSAGE, thread_id=thread.thread_id)
@@ -235,6 +259,8 @@ def start_run(
             kwargs=kwargs or {},
             stream_modes=list(stream_modes or []),
             trace_context=tracing.current_carrier(),
+            idempotency_key=idempotency_key,
+            request_hash=request_hash,
         )
         Thread.objects.filter(pk=thread.pk).update(
             status=Thread.Status.BUSY, updated_at=now
@@ -242,6 +268,24 @@ def start_run(
     observer.queued(run)
     wake_workers()
     return run
+
+
+def _refuse_second_resume(
+    active: list[Run], command: dict[str, Any] | None, checkpoint_id: str
+) -> None:
+    """One resume per interrupt: a resume at the head is refused while another one
+    is queued or running on the thread (the same answer sent twice at once; the
+    second would find nothing to resume, or answer a later interrupt)."""
+    if not command or "resume" not in command or checkpoint_id:
+        return
+    for run in active:
+        if run.command and "resume" in run.command and not run.checkpoint_id:
+            raise Conflict(
+                f"Run {run.run_id} is already resuming this thread's interrupt. Wait "
+                "for it to finish, then resume again if the thread still waits.",
+                thread_id=run.thread_id,
+                run_id=run.run_id,
+            )
 
 
 def _refuse_governed_command(
@@ -447,12 +491,26 @@ def settle_thread(thread_id: str) -> None:
     Thread.objects.filter(pk=thread_id).update(status=status, updated_at=now)
 
 
+def max_attempts() -> int:
+    """How many times a run is claimed before a lost lease ends it as an error."""
+    value = getattr(settings, "STUDIO_RUN_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS)
+    return max(1, int(value))
+
+
 def requeue_expired() -> int:
-    """Runs whose worker stopped heartbeating go back to the queue; how many."""
+    """Runs whose worker stopped heartbeating go back to the queue; how many.
+
+    A run whose lease expired on its last allowed attempt
+    (``STUDIO_RUN_MAX_ATTEMPTS``, default 3) is not queued again: it ends as an
+    error (:func:`give_up`), so a run that kills its worker every time does not
+    take workers down forever.
+    """
     now = timezone.now()
-    count = Run.objects.filter(
-        status=Run.Status.RUNNING, lease_expires_at__lt=now
-    ).update(
+    expired = Run.objects.filter(status=Run.Status.RUNNING, lease_expires_at__lt=now)
+    limit = max_attempts()
+    for run_id in expired.filter(attempt__gte=limit).values_list("pk", flat=True):
+        give_up(run_id, now)
+    count = expired.filter(attempt__lt=limit).update(
         status=Run.Status.PENDING,
         lease_owner="",
         lease_expires_at=None,
@@ -460,6 +518,50 @@ def requeue_expired() -> int:
     )
     observer.leases_taken_over(count)
     return count
+
+
+def give_up(run_id: str, now: Any) -> bool:
+    """End a run whose lease expired on its last attempt as an error (False when
+    someone else settled it first)."""
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None:
+        return False
+    error = {
+        "error": "RunAttemptsExhausted",
+        "message": (
+            f"The run's worker stopped (it died or lost its lease) on each of "
+            f"{run.attempt} attempts, so the run was given up instead of being "
+            "queued again. The thread keeps the checkpoints the run saved; look at "
+            "the worker's log for what killed it, then start a new run."
+        ),
+        "attempts": run.attempt,
+    }
+    # the outcome, the thread's status and the last event together, as a worker
+    # ends a run; a zombie worker's own end then finds the run no longer its own
+    with transaction.atomic():
+        ended = Run.objects.filter(
+            pk=run_id, status=Run.Status.RUNNING, lease_expires_at__lt=now
+        ).update(
+            status=Run.Status.ERROR,
+            error=error,
+            output={},
+            lease_owner="",
+            lease_expires_at=None,
+            finished_at=now,
+            updated_at=now,
+        )
+        if not ended:
+            return False
+        settle_thread(run.thread_id)
+        last = RunEvent.objects.create(
+            run=run,
+            thread_id=run.thread_id,
+            kind="run.status",
+            payload={"status": Run.Status.ERROR, "error": error},
+        )
+    log.error("run %s given up after %d attempts", run_id, run.attempt)
+    run_log.publish(last)
+    return True
 
 
 _earlier_pending = Run.objects.filter(
@@ -478,45 +580,71 @@ def claim(owner: str, lease_seconds: float = LEASE_SECONDS) -> Run | None:
     holds the thread, as on the Agent Server).
     """
     now = timezone.now()
-    postgres = connection.vendor == "postgresql"
+    busy: set[str] = set()  # threads found running meanwhile: not offered again
     for _ in range(5):
-        with transaction.atomic():
-            candidates = (
-                Run.objects.filter(status=Run.Status.PENDING, not_before__lte=now)
-                .exclude(thread__runs__status=Run.Status.RUNNING)
-                .exclude(Exists(_earlier_pending))  # a thread's runs go in order
-                .order_by("created_at")
-            )
-            if postgres:
-                candidates = candidates.select_for_update(
-                    skip_locked=True, of=("self",)
-                )
-            run = candidates.first()
-            if run is None:
-                return None
-            if postgres:
-                # serialize per thread: one running run at a time
-                Thread.objects.select_for_update().filter(pk=run.thread_id).first()
-                if Run.objects.filter(
-                    thread_id=run.thread_id, status=Run.Status.RUNNING
-                ).exists():
-                    continue
-            claimed = Run.objects.filter(pk=run.pk, status=Run.Status.PENDING).update(
-                status=Run.Status.RUNNING,
-                lease_owner=owner,
-                lease_expires_at=now + timedelta(seconds=lease_seconds),
-                started_at=run.started_at or now,
-                updated_at=now,
-                attempt=F("attempt") + 1,
-            )
-            if not claimed:
-                continue
-            Thread.objects.filter(pk=run.thread_id).update(
-                status=Thread.Status.BUSY, updated_at=now
-            )
-        run.refresh_from_db()
-        return run
+        run, claimed = _claim_one(owner, lease_seconds, now, busy)
+        if run is None:
+            return None
+        if claimed:
+            run.refresh_from_db()
+            return run
+        busy.add(run.thread_id)
     return None
+
+
+def _candidates(now: Any) -> QuerySet[Run]:
+    """Due pending runs of threads with no running run, oldest first."""
+    return (
+        Run.objects.filter(status=Run.Status.PENDING, not_before__lte=now)
+        .exclude(thread__runs__status=Run.Status.RUNNING)
+        .exclude(Exists(_earlier_pending))  # a thread's runs go in order
+        .order_by("created_at")
+    )
+
+
+def _claim_one(
+    owner: str, lease_seconds: float, now: Any, busy: set[str]
+) -> tuple[Run | None, bool]:
+    """One try of :func:`claim`: ``(None, False)`` when nothing is due, else the
+    candidate and whether this owner took it."""
+    postgres = connection.vendor == "postgresql"
+    with transaction.atomic():
+        candidates = _candidates(now).exclude(thread_id__in=busy)
+        if postgres:
+            candidates = candidates.select_for_update(skip_locked=True, of=("self",))
+        run = candidates.first()
+        if run is None:
+            return None, False
+        if postgres:
+            # serialize per thread: one running run at a time
+            Thread.objects.select_for_update().filter(pk=run.thread_id).first()
+            if Run.objects.filter(
+                thread_id=run.thread_id, status=Run.Status.RUNNING
+            ).exists():
+                return run, False
+        try:
+            with transaction.atomic():  # a savepoint: the claim fails alone
+                claimed = Run.objects.filter(
+                    pk=run.pk, status=Run.Status.PENDING
+                ).update(
+                    status=Run.Status.RUNNING,
+                    lease_owner=owner,
+                    lease_expires_at=now + timedelta(seconds=lease_seconds),
+                    started_at=run.started_at or now,
+                    updated_at=now,
+                    attempt=F("attempt") + 1,
+                )
+        except IntegrityError:
+            # the thread got a running run meanwhile: the partial unique index
+            # ``studio_run_one_running_per_thread`` refused this one, still pending
+            log.info("claim by %s lost the race for thread %s", owner, run.thread_id)
+            return run, False
+        if not claimed:
+            return run, False
+        Thread.objects.filter(pk=run.thread_id).update(
+            status=Thread.Status.BUSY, updated_at=now
+        )
+    return run, True
 
 
 class LeaseHeartbeat:
@@ -542,13 +670,19 @@ class LeaseHeartbeat:
         interval = min(HEARTBEAT_SECONDS, self.lease_seconds / 3)
         try:
             while not self.done.wait(interval):
-                Run.objects.filter(
-                    Q(pk=self.run_id),
-                    Q(lease_owner=self.owner),
-                    Q(status=Run.Status.RUNNING),
-                ).update(
-                    lease_expires_at=timezone.now()
-                    + timedelta(seconds=self.lease_seconds)
-                )
+                try:
+                    Run.objects.filter(
+                        Q(pk=self.run_id),
+                        Q(lease_owner=self.owner),
+                        Q(status=Run.Status.RUNNING),
+                    ).update(
+                        lease_expires_at=timezone.now()
+                        + timedelta(seconds=self.lease_seconds)
+                    )
+                except Exception:  # the database went away: beat again next time
+                    log.warning(
+                        "heartbeat of run %s failed", self.run_id, exc_info=True
+                    )
+                    close_old_connections()  # a broken connection is not reused
         finally:
             close_old_connections()

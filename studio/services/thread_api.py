@@ -29,7 +29,7 @@ from django.db.models import JSONNull, QuerySet
 from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
-from studio import registry
+from studio import graph_registry as registry
 from studio.errors import Conflict, GraphUnavailable, InvalidInput, StudioError
 from studio.models import ApprovalDecision, Run, Thread
 from studio.presentation.api_json import contains, iso

@@ -29,13 +29,14 @@ from typing import Any
 
 from django.utils import timezone
 
-from engine.checkpoint.base import Checkpoint
 from engine.errors import (
     CheckpointNotFoundError,
     InvalidUpdateError,
     SchemaMigrationError,
     SerializationError,
+    ThreadBusyError,
 )
+from engine.pregel import infer_as_node
 from engine.types import StateSnapshot
 from studio.errors import (
     CheckpointNotFound,
@@ -227,11 +228,7 @@ def update_state(
             thread_id=thread.thread_id,
         )
     if Run.objects.filter(thread=thread, status__in=ACTIVE).exists():
-        raise Conflict(
-            "A run of this thread is pending or running. Wait for it to finish, "
-            "then update its state.",
-            thread_id=thread.thread_id,
-        )
+        raise _busy(thread)
     graph = runnable(thread.graph)
     saver = get_saver()
     base = saver.get_tuple(_config(thread.thread_id, wanted))
@@ -247,6 +244,8 @@ def update_state(
         )
     except CheckpointNotFoundError:
         raise _not_found(wanted) from None
+    except ThreadBusyError:  # a run took the thread since the check above
+        raise _busy(thread) from None
     except InvalidUpdateError as exc:
         raise InvalidUpdate(_message(exc), thread_id=thread.thread_id) from exc
     except (ValueError, TypeError, KeyError) as exc:  # the graph's validators, reducers
@@ -265,6 +264,14 @@ def update_state(
     }
 
 
+def _busy(thread: Thread) -> Conflict:
+    return Conflict(
+        "A run of this thread is pending or running. Wait for it to finish, "
+        "then update its state.",
+        thread_id=thread.thread_id,
+    )
+
+
 def _refuse_governed(
     user: Any,
     thread: Thread,
@@ -278,7 +285,8 @@ def _refuse_governed(
         return
     node = as_node
     if node is None and base is not None:
-        node = _inferred_writer(graph, base.checkpoint)
+        # the node the engine would write as: refuse it before anything is written
+        node = infer_as_node(graph, base.checkpoint)
     refusal = governance.write_refusal(node, keys)
     if refusal:
         audit.record_refusal(
@@ -291,33 +299,6 @@ def _refuse_governed(
             keys=keys,
         )
         raise GovernedWrite(refusal, thread_id=thread.thread_id)
-
-
-def _inferred_writer(graph: Any, checkpoint: Checkpoint) -> str | None:
-    """The node ``update_state`` without ``as_node`` writes as (LangGraph's rule).
-
-    The node whose writes the checkpoint saw last, when exactly one did; the
-    only node of a one-node graph; the input node before anything ran; else
-    None (the engine then refuses the update as ambiguous). Read from the
-    graph's public ``nodes`` and ``input_channels`` and the checkpoint's
-    ``versions_seen``, so the governance check refuses what the engine would
-    write, before anything is written.
-    """
-    nodes = graph.nodes
-    if len(nodes) == 1:
-        return str(next(iter(nodes)))
-    seen = sorted(
-        (version, name)
-        for name, versions in checkpoint["versions_seen"].items()
-        if name in nodes
-        for version in versions.values()
-    )
-    if not seen:
-        start = graph.input_channels
-        return start if isinstance(start, str) and start in nodes else None
-    if len(seen) == 1 or seen[-1][0] != seen[-2][0]:
-        return str(seen[-1][1])
-    return None
 
 
 def _record(

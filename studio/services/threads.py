@@ -20,7 +20,7 @@ from django.db.models.functions import Cast
 from django.utils.safestring import SafeString
 
 from engine.constants import START
-from studio import registry
+from studio import graph_registry as registry
 from studio.errors import GraphUnavailable, InvalidInput
 from studio.models import Run, Thread
 from studio.presentation.diff import diff_state, plain, summarize

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from engine.errors import ThreadBusyError
 from studio.errors import ENGINE_USER_ERRORS, Conflict
 from studio.models import AuditEntry, Run, Thread
 from studio.presentation.diff import plain
@@ -144,6 +145,8 @@ def fork(
         config = history.graph.update_state(
             history.config(checkpoint_id), bound.update, as_node=as_node
         )
+    except ThreadBusyError:  # a run took the thread since _refuse_if_busy looked
+        raise _busy(thread) from None
     except ENGINE_USER_ERRORS as exc:
         return ForkOutcome(form=_refused(form, exc))
     except Exception as exc:  # the graph's own code (edges, reducers) refused the edit
@@ -233,13 +236,17 @@ def _reducers(history: ThreadHistory) -> dict[str, Any]:
     return found
 
 
+def _busy(thread: Thread) -> Conflict:
+    return Conflict(
+        "A run of this thread is pending or running. Wait for it to finish, "
+        "then travel in time.",
+        thread_id=thread.thread_id,
+    )
+
+
 def _refuse_if_busy(thread: Thread) -> None:
     if Run.objects.filter(thread=thread, status__in=ACTIVE).exists():
-        raise Conflict(
-            "A run of this thread is pending or running. Wait for it to finish, "
-            "then travel in time.",
-            thread_id=thread.thread_id,
-        )
+        raise _busy(thread)
 
 
 def _refused(form: ForkFormView, exc: Exception) -> ForkFormView:

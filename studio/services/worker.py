@@ -28,20 +28,26 @@ import traceback
 import uuid
 from typing import Any
 
-from django.db import close_old_connections, connections
+from django.db import close_old_connections, connections, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from engine import events as ev
 from engine.checkpoint.base import BaseCheckpointSaver
+from engine.errors import GraphDrained
+from engine.runtime import RunControl
+from engine.testing import fault_point
 from engine.types import Command, Send
-from studio.models import Run, Thread
+from studio.models import Run, RunEvent, Thread
 from studio.observability import metrics
 from studio.observability.heartbeats import HeartbeatThread
 from studio.observability.observer import RunObserver
 from studio.presentation.diff import plain
 from studio.reviews import queue as review_queue
 from studio.services import model_tokens, run_log
+from studio.services.db_outage import lost_database
 from studio.services.graphs import runnable
+from studio.services.group_send import drain as drain_publishes
 from studio.services.runs import (
     HEARTBEAT_SECONDS,
     LEASE_SECONDS,
@@ -53,6 +59,7 @@ from studio.services.runs import (
     sweep_temporary_threads,
     temporary_grace,
     wait_for_work,
+    wake_workers,
 )
 from studio.services.saver import reset_saver
 
@@ -98,7 +105,22 @@ class Worker:
         )
         self.lease_seconds = lease_seconds
         self.stopping = threading.Event()
+        self._control: RunControl | None = None
         self._swept = 0.0
+
+    def drain(self, reason: str = "worker stopping") -> None:
+        """Stop: claim nothing more, and end the run in progress at its next step.
+
+        The step in progress finishes and is saved; the run then goes back to the
+        queue (``pending``, lease cleared, the attempt not counted) and the next
+        worker continues it from that checkpoint. SIGTERM/SIGINT of
+        ``studio_worker`` call this, so a supervisor's stop timeout needs to be as
+        long as the longest step, not the longest run.
+        """
+        self.stopping.set()
+        control = self._control
+        if control is not None:
+            control.request_drain(reason)
 
     # -- queue -------------------------------------------------------------------
 
@@ -122,6 +144,7 @@ class Worker:
         run = self.claim()
         if run is None:
             return False
+        fault_point("after_claim", run.graph)
         self.execute(run)
         return True
 
@@ -156,6 +179,7 @@ class Worker:
         threads are each given 5 s to stop, so a worker took about 20 s to exit after
         SIGTERM and a supervisor's stop timeout killed it mid-run.
         """
+        drain_publishes(1.0)  # notifications still queued for the channel layer
         reset_saver()
         metrics.process_stopped()
         for alias in connections:
@@ -178,20 +202,30 @@ class Worker:
             self._execute(run, observer)
 
     def _execute(self, run: Run, observer: RunObserver) -> None:
-        heartbeat = LeaseHeartbeat(run.run_id, self.name, self.lease_seconds)
-        heartbeat.start()
         run_log.append(
             run, "run.status", {"status": Run.Status.RUNNING, "attempt": run.attempt}
         )
+        # after that first write: if it fails, nothing beats for a run not started
+        heartbeat = LeaseHeartbeat(run.run_id, self.name, self.lease_seconds)
+        heartbeat.start()
         status: str = Run.Status.SUCCESS
         error: dict[str, Any] | None = None
         output: dict[str, Any] = {}
         try:
             output = self._stream(run, observer)
+        except GraphDrained:  # a BaseException: the worker is stopping
+            heartbeat.stop()
+            self._give_back(run)
+            return
         except _Cancelled as cancelled:
             status = Run.Status.CANCELLED
             output = {"cancelled": cancelled.action}
         except Exception as exc:
+            if lost_database(exc):
+                # not the graph's failure: the run stays ``running`` until its lease
+                # ends, then a worker takes it again from its last checkpoint
+                log.warning("run %s: the database went away; given back", run.run_id)
+                raise
             status = Run.Status.ERROR
             error = {"error": type(exc).__name__, "message": str(exc)}
             log.info(
@@ -205,24 +239,71 @@ class Worker:
         if run.kwargs and status != Run.Status.ERROR:
             output["values"] = _final_values(run)
         now = timezone.now()
-        Run.objects.filter(pk=run.pk).update(
-            status=status,
-            error=error,
-            output=output,
-            finished_at=now,
-            updated_at=now,
-            lease_owner="",
-            lease_expires_at=None,
-        )
-        if output.get("checkpointed"):
-            Thread.objects.filter(pk=run.thread_id).update(has_state=True)
-        settle_thread(run.thread_id)
+        # the outcome, the thread's status and the last event in one transaction: a
+        # database lost in between leaves the run ``running`` (taken again when its
+        # lease ends), never ``success`` without its terminal event
+        with transaction.atomic():
+            ended = Run.objects.filter(
+                pk=run.pk, status=Run.Status.RUNNING, lease_owner=self.name
+            ).update(
+                status=status,
+                error=error,
+                output=output,
+                finished_at=now,
+                updated_at=now,
+                lease_owner="",
+                lease_expires_at=None,
+            )
+            if not ended:  # our lease ran out and the run moved on: not ours to end
+                log.warning("run %s: lease lost before its end", run.run_id)
+                return
+            if output.get("checkpointed"):
+                Thread.objects.filter(pk=run.thread_id).update(has_state=True)
+            settle_thread(run.thread_id)
+            last = RunEvent.objects.create(
+                run=run,
+                thread_id=run.thread_id,
+                kind="run.status",
+                payload={"status": status, "error": error, **output},
+            )
+        run_log.publish(last)
         _sync_reviews(run.thread_id)
-        run_log.append(run, "run.status", {"status": status, "error": error, **output})
         if run.kwargs.get("temporary"):  # last: from now on the thread may go
             Thread.objects.filter(pk=run.thread_id).update(
                 delete_after=timezone.now() + temporary_grace()
             )
+
+    def _give_back(self, run: Run) -> None:
+        """Queue a drained run again: its last step is saved, the next worker goes on.
+
+        The attempt is not counted against ``STUDIO_RUN_MAX_ATTEMPTS`` (nothing went
+        wrong), and ``output["drained"]`` tells the next worker to continue from the
+        thread's head instead of sending the input (or the resume) again.
+        """
+        now = timezone.now()
+        with transaction.atomic():
+            given = Run.objects.filter(
+                pk=run.pk, status=Run.Status.RUNNING, lease_owner=self.name
+            ).update(
+                status=Run.Status.PENDING,
+                lease_owner="",
+                lease_expires_at=None,
+                attempt=F("attempt") - 1,
+                output={"drained": True},
+                updated_at=now,
+            )
+            if not given:  # our lease ran out and the run moved on
+                log.warning("run %s: lease lost before it was given back", run.run_id)
+                return
+            last = RunEvent.objects.create(
+                run=run,
+                thread_id=run.thread_id,
+                kind="run.status",
+                payload={"status": Run.Status.PENDING, "drained": True},
+            )
+        log.info("run %s: drained at a step boundary, queued again", run.run_id)
+        run_log.publish(last)
+        wake_workers()
 
     def _config(self, run: Run) -> dict[str, Any]:
         user = run.created_by
@@ -262,14 +343,15 @@ class Worker:
         return config
 
     def _input(self, run: Run, graph: Any, config: dict[str, Any]) -> Any:
-        if run.command:
-            return _command(run.command)
-        if run.attempt > 1:
-            # a retried run continues from its own last checkpoint instead of restarting
+        if run.attempt > 1 or (run.output or {}).get("drained"):
+            # a retried or drained run continues from its own last checkpoint instead
+            # of restarting (or answering its interrupt a second time)
             head = graph.get_state({"configurable": {"thread_id": run.thread_id}})
             if (head.metadata or {}).get("run_id") == run.run_id:
                 config["configurable"].pop("checkpoint_id", None)
                 return None
+        if run.command:
+            return _command(run.command)
         return run.input
 
     def _stream(self, run: Run, observer: RunObserver) -> dict[str, Any]:
@@ -300,10 +382,13 @@ class Worker:
         # every run streams its models' tokens to the thread page (token events)
         options["stream_mode"] = sorted({*options.get("stream_mode", ()), "messages"})
         tokens = model_tokens.TokenRecorder()
+        control = self._control = RunControl()
+        if self.stopping.is_set():  # stopped while this run was being claimed
+            control.request_drain("worker stopping")
         stream = graph.stream_events(
-            graph_input, config, durability=durability, **options
+            graph_input, config, durability=durability, control=control, **options
         )
-        writer = run_log.EventWriter(run)
+        writer = run_log.EventWriter(run, owner=self.name)
         try:
             for event in stream:
                 observer.see(event)
@@ -324,6 +409,7 @@ class Worker:
                     last_check = time.monotonic()
                     _raise_if_cancelled(run)
         finally:
+            self._control = None
             stream.close()
             writer.flush()
         _raise_if_cancelled(run)

@@ -14,7 +14,7 @@ from engine.checkpoint.base import BaseCheckpointSaver
 from engine.checkpoint.memory import InMemorySaver
 from engine.errors import CheckpointConflictError, ThreadBusyError
 from engine.graph import END, START, StateGraph
-from engine.types import Command, interrupt
+from engine.types import Command, StateUpdate, interrupt
 
 
 class State(TypedDict, total=False):
@@ -260,3 +260,80 @@ def test_memory_saver_keeps_leases_per_saver() -> None:
     one.acquire_lease("t1", "", "a", 30)
 
     assert two.acquire_lease("t1", "", "b", 30).holder == "b"
+
+
+def test_update_state_while_a_run_holds_the_thread_is_refused_and_writes_nothing(
+    saver: BaseCheckpointSaver,
+) -> None:
+    """Before: the update wrote a checkpoint mid-run and the run then failed at its
+    next save (its node had run, its work was lost). Now the update is the one
+    refused, before it writes, and the run finishes."""
+    graph = _graph(saver)
+    graph.invoke({"n": 0}, _config())
+    before = len(list(graph.get_state_history(_config())))
+    started = threading.Event()
+    busy = _graph(saver, pause=started, hold=0.5)
+    thread, out = _in_background(lambda: busy.invoke({"n": 10}, _config()))
+    started.wait(5)
+
+    with pytest.raises(ThreadBusyError) as caught:
+        graph.update_state(_config(), {"n": 99}, as_node="second")
+    assert "Nothing of this update was written" in str(caught.value)
+    thread.join(10)
+
+    assert out == [{"n": 12}]
+    history = list(graph.get_state_history(_config()))
+    assert (
+        len(history) == before + 4
+    )  # the second run's own: input, start, first, second
+    assert all(s.values.get("n") != 99 for s in history)
+
+
+def test_update_state_can_wait_for_the_run(saver: BaseCheckpointSaver) -> None:
+    started = threading.Event()
+    busy = _graph(saver, pause=started, hold=0.3)
+    thread, out = _in_background(lambda: busy.invoke({"n": 0}, _config()))
+    started.wait(5)
+    config = {"configurable": {"thread_id": "t1", "on_busy": "wait"}}
+
+    busy.update_state(config, {"n": 99}, as_node="second")
+    thread.join(10)
+
+    assert out == [{"n": 2}]
+    assert busy.get_state(_config()).values["n"] == 99  # applied after the run
+
+
+def test_update_state_gives_the_thread_back(saver: BaseCheckpointSaver) -> None:
+    graph = _graph(saver)
+    graph.invoke({"n": 0}, _config())
+    graph.update_state(_config(), {"n": 5}, as_node="second")
+    graph.bulk_update_state(_config(), [[StateUpdate({"n": 6}, "second")]])
+
+    assert graph.invoke(None, _config()) is not None  # not busy: the lease was released
+    assert graph.get_state(_config()).values["n"] == 6
+
+
+async def test_async_update_state_is_refused_while_a_run_holds_the_thread(
+    asaver: BaseCheckpointSaver,
+) -> None:
+    started = asyncio.Event()
+    graph = _graph(asaver)
+
+    async def slow(state: State) -> State:
+        started.set()
+        await asyncio.sleep(0.3)
+        return {"n": 1}
+
+    builder = StateGraph(State)
+    builder.add_node("slow", slow)
+    builder.add_edge(START, "slow")
+    builder.add_edge("slow", END)
+    busy = builder.compile(checkpointer=asaver)
+    task = asyncio.create_task(busy.ainvoke({"n": 0}, _config()))
+    await asyncio.wait_for(started.wait(), 5)
+
+    with pytest.raises(ThreadBusyError):
+        await graph.aupdate_state(_config(), {"n": 99}, as_node="second")
+    assert await task == {"n": 1}
+    await graph.aupdate_state(_config(), {"n": 7}, as_node="second")
+    assert (await graph.aget_state(_config())).values["n"] == 7

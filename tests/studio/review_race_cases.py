@@ -15,6 +15,7 @@ from django.db import close_old_connections
 from studio.errors import Conflict
 from studio.models import ApprovalDecision, AuditEntry, PurchaseOutbox, Run
 from studio.reviews.decisions import decide
+from tests._support.invariants import assert_invariants
 from tests._support.reviews import PURCHASE_GRAPHS, decision, member, purchase
 from tests._support.studio import serve_graphs
 from tests._support.threads import drain
@@ -64,3 +65,4 @@ def test_two_reviewers_at_once_exactly_one_wins(actions: tuple[str, str]) -> Non
     winner = ApprovalDecision.objects.get(request_id="PO-RACE")
     assert PurchaseOutbox.objects.count() == (1 if winner.action == "approve" else 0)
     assert AuditEntry.objects.filter(action="review.refused").count() == 1
+    assert_invariants(studio=True)  # one decision, one resume, no stray purchase

@@ -908,3 +908,24 @@ def test_langgraph_sdk_drives_threads(ada: User, bob: User) -> None:
         client.threads.create(thread_id=notes)
     with pytest.raises(NotFoundError):
         sdk_client(token_for(bob)).threads.get_state(notes)
+
+
+def test_update_state_while_another_writer_holds_the_thread_is_409_and_writes_nothing(
+    api: Api, ada: User
+) -> None:
+    thread_id = run_now(ada, "notes", {"title": "t"}).thread_id
+    before = len(checkpoints("notes", thread_id))
+    saver = get_saver()
+    saver.acquire_lease(thread_id, "", "another-process", 30)
+    try:
+        response = api.post(
+            f"/threads/{thread_id}/state",
+            {"values": {"title": "x"}, "as_node": "draft"},
+        )
+    finally:
+        saver.release_lease(thread_id, "", "another-process")
+
+    assert response.status_code == 409
+    assert "pending or running" in response.json()["detail"]
+    assert len(checkpoints("notes", thread_id)) == before
+    assert not AuditEntry.objects.filter(action="thread.fork").exists()

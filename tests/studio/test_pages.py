@@ -121,7 +121,9 @@ def test_signing_in_returns_to_the_graphs_list_with_the_user_shown() -> None:
 
     assert response.redirect_chain == [("/", 302)]
     html = response.content.decode()
-    assert re.search(r'<a class="account__name" href="/account/tokens/"[^>]*>Ada</a>', html)
+    assert re.search(
+        r'<a class="account__name" href="/account/tokens/"[^>]*>Ada</a>', html
+    )
     assert "Sign out" in html
 
 

@@ -17,6 +17,7 @@ from studio.services.graphs import runnable
 from studio.services.worker import Worker
 from tests._support.reviews import member
 from tests._support.studio import serve_graphs
+from tests.studio import engine_graphs_for_tests as test_graphs
 from tests.studio.engine_graphs_for_tests import calls
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -25,6 +26,7 @@ GRAPHS = {
     "purchase": "studio.graphs.purchase:build",
     "failing": "tests.studio.engine_graphs_for_tests:failing",
     "slow": "tests.studio.engine_graphs_for_tests:slow",
+    "draining": "tests.studio.engine_graphs_for_tests:draining",
 }
 REQUEST = {
     "request_id": "R-7",
@@ -275,3 +277,44 @@ def test_a_changed_request_gets_a_new_version_and_runs_the_checks_again(
     assert state.values["status"] == "rejected"
     assert "exceeds the limit" in state.values["result"]
     assert not PurchaseOutbox.objects.filter(request_id="R-7").exists()
+
+
+def test_a_stopping_worker_gives_its_run_back_at_the_next_step(alice: User) -> None:
+    """SIGTERM (``Worker.drain``) ends the run in progress at its next step boundary:
+    that step is saved, the run goes back to the queue without using up an attempt,
+    and the next worker continues from the saved step: nothing runs twice, and the
+    resume the run carried is not sent again."""
+    test_graphs.drain_calls.update(ask=0, first=0, second=0)
+    asked = runs.start_run(graph="draining", user=alice, input={"text": "t"})
+    Worker(name="w0").run_once()
+    resume = runs.start_run(
+        graph="draining",
+        user=alice,
+        thread_id=asked.thread_id,
+        command={"resume": "yes"},
+    )
+    stopping = Worker(name="stopping")
+    test_graphs.on_first.append(stopping.drain)
+    try:
+        assert stopping.run_once()
+    finally:
+        test_graphs.on_first.clear()
+
+    resume.refresh_from_db()
+    assert resume.status == Run.Status.PENDING
+    assert resume.attempt == 0 and resume.lease_owner == ""
+    assert stopping.stopping.is_set()
+    last = RunEvent.objects.filter(run=resume).order_by("-id").first()
+    assert last is not None and last.payload == {"status": "pending", "drained": True}
+    assert test_graphs.drain_calls == {"ask": 2, "first": 1, "second": 0}
+
+    assert Worker(name="next").run_once()
+
+    resume.refresh_from_db()
+    state = runnable("draining").get_state(
+        {"configurable": {"thread_id": resume.thread_id}}
+    )
+    assert resume.status == Run.Status.SUCCESS, resume.error
+    assert resume.attempt == 1
+    assert test_graphs.drain_calls == {"ask": 2, "first": 1, "second": 1}
+    assert state.values["log"] == ["answer:yes", "first", "second"]

@@ -74,7 +74,7 @@ def test_scale_out_uses_postgres_and_redis() -> None:
     )
 
     assert values["db"] == "django.db.backends.postgresql"
-    assert values["layer"] == "channels_redis.core.RedisChannelLayer"
+    assert values["layer"] == "studio.layers.RedisLayer"  # channels-redis, outage-proof
     assert (values["embedded"], values["serve_static"]) == (False, False)
     assert values["hosts"] == ["studio.example.com"]
 

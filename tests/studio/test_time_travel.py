@@ -11,6 +11,7 @@ from django.test import Client
 
 from studio.models import AuditEntry, Run
 from studio.services import runs
+from studio.services.saver import get_saver
 from tests._support.studio import serve_graphs
 from tests._support.threads import (
     GRAPHS,
@@ -231,6 +232,7 @@ def test_fork_form_without_javascript_is_a_whole_page(
         ({"state.tags": "[" * 10_000 + "]" * 10_000}, "tags", "nested more than 64"),
         ({"state.tags": '{"a": NaN}'}, "tags", "NaN is not a JSON number"),
         ({"state.tags": '{"a": -Infinity}'}, "tags", "-Infinity is not a JSON"),
+        ({"state.tags": '{"a": -1e400}'}, "tags", "-1e400 is too large"),
         ({"state.tags": '{"a": 1, "a": 2}'}, "tags", "appears more than once"),
     ],
 )
@@ -452,3 +454,28 @@ def test_fork_of_an_unknown_checkpoint_is_a_404(signed_in: Client, ada: User) ->
     )
 
     assert response.status_code == 404
+
+
+def test_fork_while_another_writer_holds_the_thread_is_409_and_writes_nothing(
+    signed_in: Client, ada: User
+) -> None:
+    """The run table can be quiet while a run holds the thread (claimed since the
+    check, or a program using the same checkpoint database): the engine's lease
+    refuses the write, and the page says busy instead of a raw engine error."""
+    thread_id = run_now(ada, "notes", {"title": "hello"}).thread_id
+    head = checkpoint_id(history("notes", thread_id)[0])
+    saver = get_saver()
+    saver.acquire_lease(thread_id, "", "another-process", 30)
+    try:
+        response = signed_in.post(
+            f"/threads/{thread_id}/checkpoints/{head}/fork/",
+            {"as_node": "draft", "state.title": "changed"},
+            HTTP_HX_REQUEST="true",
+        )
+    finally:
+        saver.release_lease(thread_id, "", "another-process")
+
+    assert response.status_code == 409
+    assert "pending or running" in html_of(response)
+    assert len(history("notes", thread_id)) == 3
+    assert not AuditEntry.objects.filter(action="thread.fork").exists()

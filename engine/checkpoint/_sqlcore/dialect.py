@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-__all__ = ("Batch", "Op", "Rows", "SqlDialect", "Stmt")
+__all__ = ("Batch", "Op", "Rows", "SqlDialect", "Stmt", "is_last")
 
 T = TypeVar("T")
 
@@ -49,6 +49,16 @@ class Stmt:
     """Send back every row (a list of tuples); otherwise ``None`` is sent back."""
     many: Sequence[Sequence[Any]] | None = None
     """Run ``sql`` once per parameter tuple (``executemany``); ``params`` unused."""
+    last: bool = False
+    """The operation yields nothing after this statement (or the batch it ends),
+    whatever its rows: a driver may commit in the same round trip (Postgres)."""
+
+
+def is_last(stmt: Stmt | Batch) -> bool:
+    """Whether ``stmt`` (a statement or a batch) is its operation's last."""
+    if isinstance(stmt, Stmt):
+        return stmt.last
+    return bool(stmt) and stmt[-1].last
 
 
 Batch = tuple[Stmt, ...]

@@ -21,20 +21,27 @@ __all__ = ("acquire", "get", "release", "renew")
 
 def acquire(
     d: SqlDialect, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
-) -> Op[ThreadLease]:
-    """Take the lease unless another holder's is running; the lease after it."""
+) -> Op[ThreadLease | None]:
+    """Take the lease unless another holder's is running; the lease after it
+    (None when the row was released between the two statements: try again).
+
+    The take and the read of the row are sent together, so a take is one round
+    trip whether or not another holder has the lease.
+    """
     seconds = check_seconds(seconds)
     yield from _commit_early(d)
-    while True:
-        rows = yield Stmt(
+    taken, row = yield (
+        Stmt(
             d["lease_acquire"], (thread_id, checkpoint_ns, holder, seconds), fetch=True
-        )
-        if not rows:  # another holder's lease runs: say whose
-            rows = yield Stmt(d["lease_get"], (thread_id, checkpoint_ns), fetch=True)
-        if rows:  # else it was released in between: try again
-            return ThreadLease(
-                thread_id, checkpoint_ns, str(rows[0][0]), lease_time(rows[0][1])
-            )
+        ),
+        Stmt(d["lease_get"], (thread_id, checkpoint_ns), fetch=True, last=True),
+    )
+    rows = taken or row  # taken: this holder's; else whose lease runs
+    if not rows:
+        return None
+    return ThreadLease(
+        thread_id, checkpoint_ns, str(rows[0][0]), lease_time(rows[0][1])
+    )
 
 
 def renew(
@@ -46,6 +53,7 @@ def renew(
         d["lease_renew"],
         (check_seconds(seconds), thread_id, checkpoint_ns, holder),
         fetch=True,
+        last=True,
     )
     return bool(rows)
 
@@ -65,7 +73,7 @@ def _commit_early(d: SqlDialect) -> Op[None]:
 
 def get(d: SqlDialect, thread_id: str, checkpoint_ns: str) -> Op[ThreadLease | None]:
     """The lease row of a thread and namespace, expired or not."""
-    rows = yield Stmt(d["lease_get"], (thread_id, checkpoint_ns), fetch=True)
+    rows = yield Stmt(d["lease_get"], (thread_id, checkpoint_ns), fetch=True, last=True)
     if not rows:
         return None
     return ThreadLease(

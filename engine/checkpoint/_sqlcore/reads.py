@@ -141,7 +141,7 @@ def summaries_page(
     sql, params, size = _page_query(
         d, d["summary_select"], config, filter, before, limit, cursor, now
     )
-    rows: Rows = yield Stmt(sql, params, fetch=True)
+    rows: Rows = yield Stmt(sql, params, fetch=True, last=True)
     next_cursor = _next_cursor(rows, size)
     result: list[CheckpointSummary] = []
     for row in rows:
@@ -226,7 +226,7 @@ def _next_cursor(rows: Rows, size: int) -> ListCursor | None:
 
 def stored_bytes(d: SqlDialect, thread_id: str) -> Op[int]:
     """Bytes of serialized payloads stored for a thread (see BaseCheckpointSaver)."""
-    rows: Rows = yield Stmt(d["stored_bytes"], (thread_id,) * 3, fetch=True)
+    rows: Rows = yield Stmt(d["stored_bytes"], (thread_id,) * 3, fetch=True, last=True)
     return sum(int(part) for part in rows[0])
 
 
@@ -240,7 +240,8 @@ def load_tuples(
     metadata: Sequence[CheckpointMetadata] | None = None,
 ) -> Op[list[CheckpointTuple]]:
     """Checkpoint rows (``_SELECT_CHECKPOINT``) -> full tuples, in one batch of
-    two statements: the channel values, the pending writes."""
+    two statements: the channel values, the pending writes. That batch is the
+    operation's last (a driver commits in its round trip)."""
     checkpoints: list[Checkpoint] = []
     blob_keys: set[_BlobKey] = set()
     for row in rows:
@@ -252,9 +253,9 @@ def load_tuples(
             if channel not in inline:
                 blob_keys.add((thread_id, ns, channel, str(version)))
     keys_param = d.keys_param(sorted({(row[0], row[1], row[2]) for row in rows}), 3)
-    writes_stmts = (
+    writes_stmts = (  # the operation's last: get_tuple's, a page's
         Stmt(d["writes_for_checkpoints"], keys_param, fetch=True),
-        Stmt(d["child_writes_for_checkpoints"], keys_param, fetch=True),
+        Stmt(d["child_writes_for_checkpoints"], keys_param, fetch=True, last=True),
     )
     blob_rows: Rows = []
     write_rows: Rows

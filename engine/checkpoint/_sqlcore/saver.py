@@ -156,6 +156,7 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
     ) -> None:
         super().__init__(serde=serde)
         self.default_ttl = default_ttl
+        self._chains = saves.ChainBook()
 
     # -- drivers -------------------------------------------------------------------
 
@@ -281,9 +282,11 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return self._run(
-            self._put(config, checkpoint, metadata, new_versions), write=True
-        )
+        staged: saves.Staged = {}
+        op = self._put(config, checkpoint, metadata, new_versions, staged=staged)
+        result = self._run(op, write=True)
+        self._chains.keep(staged)
+        return result
 
     def put_writes(
         self,
@@ -307,8 +310,11 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
 
         A fenced write that conflicts stores nothing, writes included.
         """
-        op = self._put(config, checkpoint, metadata, new_versions, task_writes)
-        return self._run(op, write=True)
+        staged: saves.Staged = {}
+        op = self._put(config, checkpoint, metadata, new_versions, task_writes, staged)
+        result = self._run(op, write=True)
+        self._chains.keep(staged)
+        return result
 
     def put_steps(
         self, steps: Sequence[StepSave]
@@ -319,10 +325,18 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         before it left. When one entry fails, nothing of the batch is kept."""
         if not steps:
             return []
+        staged: saves.Staged = {}
         op = saves.put_steps(
-            self.dialect, self.serde, steps, default_ttl=self.default_ttl
+            self.dialect,
+            self.serde,
+            steps,
+            default_ttl=self.default_ttl,
+            book=self._chains,
+            staged=staged,
         )
-        return self._run(op, write=True)
+        result = self._run(op, write=True)
+        self._chains.keep(staged)
+        return result
 
     def _put(
         self,
@@ -331,6 +345,7 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
         task_writes: Sequence[TaskWrites] = (),
+        staged: saves.Staged | None = None,
     ) -> Op[RunnableConfig]:
         return saves.put(
             self.dialect,
@@ -341,6 +356,8 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
             new_versions,
             task_writes=task_writes,
             default_ttl=self.default_ttl,
+            book=self._chains,
+            staged=staged,
         )
 
     # -- retention ---------------------------------------------------------------
@@ -393,8 +410,12 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
     def acquire_lease(
         self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
     ) -> ThreadLease:
-        op = lease.acquire(self.dialect, str(thread_id), checkpoint_ns, holder, seconds)
-        return self._run(op, write=True)
+        while True:  # again when the row was released between take and read
+            op = lease.acquire(
+                self.dialect, str(thread_id), checkpoint_ns, holder, seconds
+            )
+            if (taken := self._run(op, write=True)) is not None:
+                return taken
 
     def renew_lease(
         self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
@@ -413,8 +434,12 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
     async def aacquire_lease(
         self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
     ) -> ThreadLease:
-        op = lease.acquire(self.dialect, str(thread_id), checkpoint_ns, holder, seconds)
-        return await self._arun(op, write=True)
+        while True:  # again when the row was released between take and read
+            op = lease.acquire(
+                self.dialect, str(thread_id), checkpoint_ns, holder, seconds
+            )
+            if (taken := await self._arun(op, write=True)) is not None:
+                return taken
 
     async def arenew_lease(
         self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
@@ -484,8 +509,11 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        op = self._put(config, checkpoint, metadata, new_versions)
-        return await self._arun(op, write=True)
+        staged: saves.Staged = {}
+        op = self._put(config, checkpoint, metadata, new_versions, staged=staged)
+        result = await self._arun(op, write=True)
+        self._chains.keep(staged)
+        return result
 
     async def aput_writes(
         self,
@@ -506,18 +534,29 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        op = self._put(config, checkpoint, metadata, new_versions, task_writes)
-        return await self._arun(op, write=True)
+        staged: saves.Staged = {}
+        op = self._put(config, checkpoint, metadata, new_versions, task_writes, staged)
+        result = await self._arun(op, write=True)
+        self._chains.keep(staged)
+        return result
 
     async def aput_steps(
         self, steps: Sequence[StepSave]
     ) -> builtins.list[RunnableConfig | None]:
         if not steps:
             return []
+        staged: saves.Staged = {}
         op = saves.put_steps(
-            self.dialect, self.serde, steps, default_ttl=self.default_ttl
+            self.dialect,
+            self.serde,
+            steps,
+            default_ttl=self.default_ttl,
+            book=self._chains,
+            staged=staged,
         )
-        return await self._arun(op, write=True)
+        result = await self._arun(op, write=True)
+        self._chains.keep(staged)
+        return result
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._arun(

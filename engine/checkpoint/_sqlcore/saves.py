@@ -10,10 +10,11 @@ put_writes. Semantics are InMemorySaver's, statement for statement.
   entry is checked in turn, against the head as the entries before it left it
   (the database checks it after their inserts, or, where the head is fetched,
   it is fetched once and advanced in Python exactly as the inserts advance it).
-* Round trips: at most one batch of reads (heads, delta bases not written by
-  the batch itself), then the inserts and the commit, which a pipelining driver
-  sends together. Where the database checks the head itself (Postgres), a put or
-  a batch without deltas is one round trip.
+* Round trips: at most one batch of reads (heads, delta bases neither written
+  by the batch itself nor known from the saver's earlier saves: ``ChainBook``),
+  then the inserts and the commit, which a pipelining driver sends together.
+  Where the database checks the head itself (Postgres), a put or a batch is one
+  round trip, deltas included when their bases are known.
 * Channel values are written once per (thread, namespace, channel, version);
   list channels that only grew are written as deltas on their base version.
 * Storage layout: the checkpoint dict is stored without its ``id`` (the
@@ -28,11 +29,13 @@ put_writes. Semantics are InMemorySaver's, statement for statement.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from engine._internal import _faults
 from engine._internal._constants import (
     CONFIG_KEY_CHECKPOINT_ID,
     CONFIG_KEY_CHECKPOINT_NS,
@@ -61,7 +64,7 @@ from engine.checkpoint.base import (
 )
 from engine.checkpoint.serde.base import SerializerProtocol
 
-__all__ = ("TaskWrites", "put", "put_steps", "put_writes")
+__all__ = ("ChainBook", "Staged", "TaskWrites", "put", "put_steps", "put_writes")
 
 TaskWrites = tuple[str, str, Sequence[tuple[str, Any]]]
 """(task_id, task_path, writes) saved against the parent checkpoint by ``put_step``."""
@@ -70,6 +73,9 @@ _UNFENCED = object()
 """``_Entry.expected`` of an entry that carries no ``EXPECTED_HEAD``."""
 
 _BlobKey = tuple[str, str, str, str]
+
+Staged = dict[_BlobKey, BlobRecord]
+"""Chain bookkeeping of the values an operation stored (see ``ChainBook``)."""
 
 _WriteRow = tuple[str, int, str, str, bytes, str]
 """(task_id, idx, channel, type, payload, task_path)"""
@@ -99,6 +105,45 @@ class _Entry:
     deadline: datetime | None = None
     lease: tuple[str, str] | None = None
     """``(lease_checkpoint_ns, holder)`` of a save fenced by a thread lease."""
+
+
+class ChainBook:
+    """The chain bookkeeping (kind, length, bytes; no payload) of the values a
+    saver stored, so that the next step's delta on one of them needs no read.
+
+    A loop's step writes its list channels as deltas on the versions the step
+    before stored; those rows' bookkeeping decides whether the new value is a
+    delta or a full copy (``_blobs.encode_blob``). Reading it back costs a round
+    trip per save; the saver that wrote it knows it. Used only for fenced saves:
+    their head check (in the same transaction) proves the parent checkpoint, and
+    so the base value it names, is still stored. Should another writer have
+    stored that version first (its row is the one kept), the figures may differ
+    from the row's, which only shifts when the next full copy is written. Staged
+    by the operation (``staged``), kept when the saver's commit succeeded (:meth:`keep`).
+    Bounded: the oldest entries go first.
+    """
+
+    __slots__ = ("_known", "_lock", "_size")
+
+    def __init__(self, size: int = 4096) -> None:
+        self._known: dict[_BlobKey, BlobRecord] = {}
+        self._lock = threading.Lock()
+        self._size = size
+
+    def get(self, key: _BlobKey) -> BlobRecord | None:
+        return self._known.get(key)
+
+    def keep(self, records: dict[_BlobKey, BlobRecord]) -> None:
+        """Remember what an operation staged, once its transaction committed."""
+        if not records:
+            return
+        with self._lock:
+            known = self._known
+            for key, record in records.items():
+                known.pop(key, None)
+                known[key] = record
+            while len(known) > self._size:
+                del known[next(iter(known))]
 
 
 def _prepare_put(
@@ -202,12 +247,14 @@ def put(
     *,
     task_writes: Sequence[TaskWrites] = (),
     default_ttl: float | None = None,
+    book: ChainBook | None = None,
+    staged: Staged | None = None,
 ) -> Op[RunnableConfig]:
     """Store a checkpoint (and, for ``put_step``, the writes that precede it)."""
     entry = _prepare_put(
         serde, config, checkpoint, metadata, new_versions, task_writes, default_ttl
     )
-    stored = yield from _store(d, serde, [entry])
+    stored = yield from _store(d, serde, [entry], book, staged)
     result = stored[0]
     assert result is not None
     return result
@@ -219,6 +266,8 @@ def put_steps(
     steps: Sequence[StepSave],
     *,
     default_ttl: float | None = None,
+    book: ChainBook | None = None,
+    staged: Staged | None = None,
 ) -> Op[list[RunnableConfig | None]]:
     """Store several steps in order in one transaction (see ``BaseCheckpointSaver.
     put_steps``): all of them, or, when one fails, none."""
@@ -236,7 +285,7 @@ def put_steps(
         )
         for config, task_writes, checkpoint, metadata, new_versions in steps
     ]
-    return (yield from _store(d, serde, entries))
+    return (yield from _store(d, serde, entries, book, staged))
 
 
 def put_writes(
@@ -262,9 +311,19 @@ def put_writes(
 
 
 def _store(
-    d: SqlDialect, serde: SerializerProtocol, entries: Sequence[_Entry]
+    d: SqlDialect,
+    serde: SerializerProtocol,
+    entries: Sequence[_Entry],
+    book: ChainBook | None = None,
+    staged: Staged | None = None,
 ) -> Op[list[RunnableConfig | None]]:
-    """Run prepared entries in order: fencing, delta decisions, inserts."""
+    """Run prepared entries in order: fencing, delta decisions, inserts.
+
+    ``book``: the chain bookkeeping of values the saver stored before; a fenced
+    entry's delta base found there is not read back (see :class:`ChainBook`),
+    and the values stored here go to ``staged`` (for ``book.keep`` once the
+    transaction committed).
+    """
     if not entries:
         return []
     fenced = [
@@ -307,9 +366,17 @@ def _store(
             asks.append(Stmt(d["head"], place, fetch=True))
     made: set[_BlobKey] = set()
     older: set[_BlobKey] = set()
+    records: dict[_BlobKey, BlobRecord] = {}
     for e in entries:
         for channel, (base, _start, _value) in e.deltas.items():
-            if (base_key := (e.thread_id, e.ns, channel, base)) not in made:
+            if (base_key := (e.thread_id, e.ns, channel, base)) in made:
+                continue
+            known = None
+            if book is not None and e.expected is not _UNFENCED:
+                known = book.get(base_key)
+            if known is not None:
+                records[base_key] = known
+            else:
                 older.add(base_key)
         made.update((e.thread_id, e.ns, ch, v) for ch, v in e.versions.items())
     bases_at = -1
@@ -325,7 +392,6 @@ def _store(
         key: (answers[at][0][0] if answers[at] else None)
         for key, at in heads_at.items()
     }
-    records: dict[_BlobKey, BlobRecord] = {}
     if bases_at >= 0:
         for r in answers[bases_at]:
             records[(r[0], r[1], r[2], r[3])] = BlobRecord(
@@ -347,6 +413,8 @@ def _store(
             yield Stmt(d["insert_write_replace"], many=list(replace))
         if blob_rows:
             yield Stmt(d["insert_blob"], many=list(blob_rows))
+        if _faults.ARMED and checkpoint_rows:
+            _faults.hit("between_values_and_checkpoint")
         for row in checkpoint_rows:
             yield Stmt(d["insert_checkpoint"], row)
         keep.clear()
@@ -391,6 +459,8 @@ def _store(
             blob_key = (e.thread_id, e.ns, channel, e.versions[channel])
             if blob_key not in records:  # the first insert of a key is the one kept
                 records[blob_key] = record
+                if staged is not None and record.kind != "empty":
+                    staged[blob_key] = record._replace(payload=b"")
             blob_rows.append(d.blob_params((*blob_key, *record)))
         assert e.row is not None
         checkpoint_rows.append(d.checkpoint_params(e.row))

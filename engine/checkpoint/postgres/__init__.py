@@ -37,7 +37,7 @@ from psycopg_pool import ConnectionPool
 
 from engine._internal import _postgres
 from engine.checkpoint._lease import lease_lost
-from engine.checkpoint._sqlcore.dialect import Batch, Op, Stmt
+from engine.checkpoint._sqlcore.dialect import Batch, Op, Stmt, is_last
 from engine.checkpoint._sqlcore.saver import SETUP_HINT, SqlCheckpointSaver, drive
 from engine.checkpoint.base import conflict
 from engine.checkpoint.postgres._sql import (
@@ -186,6 +186,7 @@ class PostgresSaver(SqlCheckpointSaver):
         held = ExitStack()  # the borrowed connection
         pipe = ExitStack()  # pipeline mode on it
         conn: Connection[Any] | None = None
+        committed = False
 
         def begin() -> None:
             nonlocal conn
@@ -212,27 +213,38 @@ class PostgresSaver(SqlCheckpointSaver):
                 cursor.execute(stmt.sql, stmt.params, prepare=True)
             return cursor
 
+        def commit() -> None:
+            nonlocal committed
+            assert conn is not None
+            committed = True
+            conn.execute("COMMIT", prepare=False)
+            pipe.close()  # sends what is queued; raises if any of it failed
+
         def execute(stmt: Stmt | Batch) -> Any:
             # Statements are only queued; fetching rows is what waits for them,
             # so a batch (and every statement that returns nothing) costs no
-            # round trip of its own.
-            if isinstance(stmt, Stmt):
-                cursor = send(stmt)
-                return cursor.fetchall() if stmt.fetch else None
-            cursors = [send(one) for one in stmt]
-            return [
+            # round trip of its own. After the operation's last statements the
+            # commit goes in the same round trip: leaving the pipeline fetches
+            # every result, the rows included.
+            if committed:
+                raise RuntimeError("a statement after the operation's last one")
+            stmts: Batch = (stmt,) if isinstance(stmt, Stmt) else stmt
+            cursors = [send(one) for one in stmts]
+            if self.supports_pipeline and is_last(stmt):
+                commit()
+            rows = [
                 c.fetchall() if s.fetch else None
-                for c, s in zip(cursors, stmt, strict=True)
+                for c, s in zip(cursors, stmts, strict=True)
             ]
+            return rows[0] if isinstance(stmt, Stmt) else rows
 
         def end(ok: bool) -> None:
             assert conn is not None
             try:
-                if ok:
-                    conn.execute("COMMIT", prepare=False)
-                    pipe.close()  # sends what is queued; raises if any of it failed
-                else:
+                if not ok:
                     _abandon(conn, pipe)
+                elif not committed:
+                    commit()
             except BaseException:
                 _abandon(conn, pipe)
                 raise

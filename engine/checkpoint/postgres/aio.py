@@ -24,7 +24,7 @@ from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool
 
 from engine._internal._postgres import aborrowed, aopen_pool
-from engine.checkpoint._sqlcore.dialect import Batch, Op, Stmt
+from engine.checkpoint._sqlcore.dialect import Batch, Op, Stmt, is_last
 from engine.checkpoint._sqlcore.saver import SqlCheckpointSaver, adrive
 from engine.checkpoint.postgres import check_pipe, require_autocommit, translate
 from engine.checkpoint.postgres._sql import (
@@ -160,6 +160,7 @@ class AsyncPostgresSaver(SqlCheckpointSaver):
         held = AsyncExitStack()  # the borrowed connection
         pipe = AsyncExitStack()  # pipeline mode on it
         conn: AsyncConnection[Any] | None = None
+        committed = False
 
         async def begin() -> None:
             nonlocal conn
@@ -183,24 +184,34 @@ class AsyncPostgresSaver(SqlCheckpointSaver):
                 await cursor.execute(stmt.sql, stmt.params, prepare=True)
             return cursor
 
+        async def commit() -> None:
+            nonlocal committed
+            assert conn is not None
+            committed = True
+            await conn.execute("COMMIT", prepare=False)
+            await pipe.aclose()
+
         async def execute(stmt: Stmt | Batch) -> Any:
-            if isinstance(stmt, Stmt):
-                cursor = await send(stmt)
-                return await cursor.fetchall() if stmt.fetch else None
-            cursors = [await send(one) for one in stmt]
-            return [
+            # See PostgresSaver._run: the last statements commit in their round trip.
+            if committed:
+                raise RuntimeError("a statement after the operation's last one")
+            stmts: Batch = (stmt,) if isinstance(stmt, Stmt) else stmt
+            cursors = [await send(one) for one in stmts]
+            if self.supports_pipeline and is_last(stmt):
+                await commit()
+            rows = [
                 await c.fetchall() if s.fetch else None
-                for c, s in zip(cursors, stmt, strict=True)
+                for c, s in zip(cursors, stmts, strict=True)
             ]
+            return rows[0] if isinstance(stmt, Stmt) else rows
 
         async def end(ok: bool) -> None:
             assert conn is not None
             try:
-                if ok:
-                    await conn.execute("COMMIT", prepare=False)
-                    await pipe.aclose()
-                else:
+                if not ok:
                     await _abandon(conn, pipe)
+                elif not committed:
+                    await commit()
             except BaseException:
                 await _abandon(conn, pipe)
                 raise

@@ -23,6 +23,7 @@ import decimal
 import enum
 import functools
 import importlib
+import io
 import math
 import threading
 import uuid
@@ -584,35 +585,49 @@ def _exact_dumps(value: Any) -> bytes:
     orjson returns its working buffer, which can be four times the size of the
     JSON (1 MiB for a 270 KiB list), and keeping that buffer costs memory for as
     long as the payload lives (the in-memory saver keeps them all), so the result
-    is copied. A long list is written in chunks instead, each copied at once, so
-    the peak stays near twice the JSON's size rather than five times; so is a
-    dict holding one, value by value. Keys are strings here (``encode`` tags
-    dicts with other keys), so writing them separately changes nothing.
+    is copied. A long list is written in chunks instead, into one growing buffer
+    that becomes the result without a last copy, so the peak stays near the JSON's
+    size plus a chunk rather than five times it; so is a dict holding one, value
+    by value. Keys are strings here (``encode`` tags dicts with other keys), so
+    writing them separately changes nothing.
     """
+    if _chunked(value):
+        out = io.BytesIO()
+        _write_chunked(out, value)
+        return out.getvalue()
+    return memoryview(orjson.dumps(value)).tobytes()
+
+
+def _chunked(value: Any) -> bool:
+    """Whether ``value`` is written in chunks: a long list, or a (state-shaped) dict
+    holding one, such as a run's input."""
     kind = type(value)
-    if kind is dict and any(
+    if kind is list:
+        return len(value) > CHUNK_ITEMS
+    return kind is dict and any(
         type(v) is list and len(v) > CHUNK_ITEMS for v in value.values()
-    ):
-        # a state-shaped dict holding a long list (a run's input): key by key
-        parts = [b"{"]
-        for key, item in value.items():
-            if len(parts) > 1:
-                parts.append(b",")
-            parts.append(orjson.dumps(key))
-            parts.append(b":")
-            parts.append(_exact_dumps(item))
-        parts.append(b"}")
-        return b"".join(parts)
-    if kind is not list or len(value) <= CHUNK_ITEMS:
-        return memoryview(orjson.dumps(value)).tobytes()
-    parts = []
-    for start in range(0, len(value), CHUNK_ITEMS):
-        chunk = orjson.dumps(value[start : start + CHUNK_ITEMS])
-        parts.append(b"," if parts else b"[")
-        parts.append(memoryview(chunk)[1:-1].tobytes())  # without its brackets
-        del chunk
-    parts.append(b"]")
-    return b"".join(parts)
+    )
+
+
+def _write_chunked(out: io.BytesIO, value: Any) -> None:
+    if type(value) is dict and _chunked(value):
+        out.write(b"{")
+        for index, (key, item) in enumerate(value.items()):
+            if index:
+                out.write(b",")
+            out.write(orjson.dumps(key))
+            out.write(b":")
+            _write_chunked(out, item)
+        out.write(b"}")
+    elif type(value) is list and len(value) > CHUNK_ITEMS:
+        for start in range(0, len(value), CHUNK_ITEMS):
+            chunk = orjson.dumps(value[start : start + CHUNK_ITEMS])
+            out.write(b"," if start else b"[")
+            out.write(memoryview(chunk)[1:-1])  # without its brackets
+            del chunk
+        out.write(b"]")
+    else:
+        out.write(orjson.dumps(value))
 
 
 def _remember(classes: Iterable[type[Any]]) -> None:

@@ -47,7 +47,7 @@ class Command(BaseCommand):
             return
 
         def stop(*_: Any) -> None:
-            worker.stopping.set()
+            worker.drain("worker stopping")  # the run in progress ends at its next step
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)

@@ -6,7 +6,7 @@ import pytest
 from django.conf import settings
 from django.test.utils import override_settings
 
-from studio import registry
+from studio import graph_registry as registry
 from studio.errors import GraphNotFound
 from tests.studio import graphs_for_tests
 

@@ -1,0 +1,120 @@
+"""Compact checkpoint structures for the in-memory saver.
+
+With a serializer that stores a checkpoint's structure as plain JSON anyway (the
+default one), :class:`~engine.checkpoint.memory.InMemorySaver` keeps it as tuples
+instead: immutable, so what a caller does to its checkpoint dict afterwards cannot
+reach the stored copy (the guarantee serializing gives), built in C-speed steps
+instead of packed and encoded, and sharing what did not change with the thread's
+previous checkpoint: the tuple of channel names, each node's versions seen, the
+version strings themselves.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+__all__ = ("compact_structure", "expand_structure")
+
+_VERSION_TYPES = frozenset({str, int, float})
+_STR = frozenset({str})
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+# A structure is ``(keys, values)``: the checkpoint's keys in order and, per key,
+# ``channel_versions`` as (names, versions), ``versions_seen`` as a tuple of (node,
+# names, versions), ``updated_channels`` as a tuple (or None), the ``channel_values``
+# that are None as the tuple of their names, any other key's scalar as is. A
+# structure of another shape (a version that is not a str, int or float, a value
+# that is not a scalar) is stored serialized instead (``compact_structure`` says None).
+
+
+_Seen = dict[str, tuple[dict[str, Any], tuple[str, tuple[str, ...], tuple[Any, ...]]]]
+"""Per node: a copy of versions it had seen (all strings) and the entry stored for
+them; updated in place by each call for the same thread and namespace."""
+
+
+def compact_structure(stored: dict[str, Any], prev: Any) -> tuple[Any, _Seen] | None:
+    """``stored`` as tuples, sharing parts equal to those of ``prev`` (what an
+    earlier call returned), and what the next call needs to share with this one;
+    None if ``stored`` has another shape (see above)."""
+    prev_compact, seen = prev if prev is not None else (None, {})
+    keys = tuple(stored)
+    old: tuple[Any, ...] | None = None
+    if prev_compact is not None and prev_compact[0] == keys:
+        keys, old = prev_compact
+    values: builtins.list[Any] = []
+    for at, (key, value) in enumerate(stored.items()):
+        kind = type(value)
+        if key == "channel_versions":
+            if kind is not dict:
+                return None
+            names, versions = tuple(value), tuple(value.values())
+            if not set(map(type, versions)) <= _VERSION_TYPES:
+                return None
+            if old is not None and old[at][0] == names:
+                names = old[at][0]
+            values.append((names, versions))
+        elif key == "versions_seen":
+            if kind is not dict:
+                return None
+            # First what each node had seen last time (all strings there, so equal is
+            # the same), in one pass; then the few nodes that saw something new.
+            entries = [
+                known[1]
+                if (known := seen.get(node)) is not None and known[0] == by
+                else None
+                for node, by in value.items()
+            ]
+            if None in entries:
+                for at_node, (node, by_channel) in enumerate(value.items()):
+                    if entries[at_node] is not None:
+                        continue
+                    if type(by_channel) is not dict:
+                        return None
+                    versions = tuple(by_channel.values())
+                    kinds = set(map(type, versions))
+                    if not kinds <= _VERSION_TYPES:
+                        return None
+                    names = tuple(by_channel)
+                    known = seen.get(node)
+                    if known is not None and known[1][1] == names:
+                        names = known[1][1]
+                    entry = (node, names, versions)
+                    if kinds <= _STR:  # kept for the next call (a cache: never stale)
+                        seen[node] = (dict(by_channel), entry)
+                    entries[at_node] = entry
+            values.append(tuple(entries))
+        elif key == "updated_channels" and (value is None or kind is list):
+            if value is not None and not set(map(type, value)) <= _STR:
+                return None
+            values.append(None if value is None else tuple(value))
+        elif key == "channel_values" and kind is dict:
+            if not all(v is None for v in value.values()):
+                return None
+            values.append(tuple(value))
+        elif kind in _SCALARS:
+            values.append(value)
+        else:
+            return None
+    return (keys, tuple(values)), seen
+
+
+def expand_structure(compact: Any) -> dict[str, Any]:
+    """The checkpoint structure (fresh dicts and lists) a compact one stands for."""
+    keys, values = compact
+    out: dict[str, Any] = {}
+    for key, value in zip(keys, values, strict=True):
+        if key == "channel_versions":
+            out[key] = dict(zip(*value, strict=True))
+        elif key == "versions_seen":
+            out[key] = {
+                node: dict(zip(names, versions, strict=True))
+                for node, names, versions in value
+            }
+        elif key == "updated_channels":
+            out[key] = None if value is None else builtins.list(value)
+        elif key == "channel_values":
+            out[key] = dict.fromkeys(value)
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,135 @@
+"""Round trips to Postgres per step of a run, counted on the wire (issue 17).
+
+A relay in front of the server counts a round trip each time the client sends
+after it last heard from the server. A run on a thread costs one round trip to
+take the thread's lease, two to read the thread, one to give the lease back,
+and at most one per checkpoint it saves: a step's writes, its values and its
+checkpoint go in one pipeline with their commit. With ``durability="sync"``
+every save is its own round trip; with the default (``"async"``) saves that
+queue up behind a slow commit go together, so a run costs no more, often less.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+from engine.checkpoint.postgres import PostgresSaver
+from engine.graph import END, START, StateGraph, add_messages
+from tests._support.pg_round_trips import RoundTripRelay
+from tests._support.postgres import fresh_database, pg_dsn
+
+pytestmark = pytest.mark.postgres
+
+STEPS = 40
+SAVES = STEPS + 2
+"""Checkpoints a loop of STEPS iterations saves: the input's, then one per step."""
+PER_RUN = 4
+"""The lease taken (with the read of who holds it), the thread read (its head row,
+then the commit: two), the lease given back."""
+
+
+class LoopState(TypedDict):
+    n: int
+    limit: int
+
+
+def _loop() -> Any:
+    def tick(state: LoopState) -> dict[str, Any]:
+        return {"n": state["n"] + 1}
+
+    def route(state: LoopState) -> str:
+        return "tick" if state["n"] < state["limit"] else END
+
+    builder = StateGraph(LoopState)
+    builder.add_node("tick", tick)
+    builder.add_edge(START, "tick")
+    builder.add_conditional_edges("tick", route)
+    return builder
+
+
+class ChatState(TypedDict):
+    messages: Annotated[list[Any], add_messages]
+    n: int
+    limit: int
+
+
+def _chat() -> Any:
+    """A loop appending one message a step: stored as deltas on the step before."""
+
+    def reply(state: ChatState) -> dict[str, Any]:
+        n = state["n"] + 1
+        return {"n": n, "messages": [{"role": "assistant", "content": f"reply {n}"}]}
+
+    def route(state: ChatState) -> str:
+        return "reply" if state["n"] < state["limit"] else END
+
+    builder = StateGraph(ChatState)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "reply")
+    builder.add_conditional_edges("reply", route)
+    return builder
+
+
+@pytest.fixture
+def relay() -> Iterator[RoundTripRelay]:
+    with fresh_database(pg_dsn()) as dsn, RoundTripRelay(dsn) as counting:
+        yield counting
+
+
+def _run(relay: RoundTripRelay, thread_id: str, chat: bool = False, **kw: Any) -> int:
+    with PostgresSaver.from_conn_string(relay.dsn) as saver:
+        saver.setup()
+        graph = (_chat() if chat else _loop()).compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": thread_id}, "recursion_limit": 60}
+        inp: dict[str, Any] = {"n": 0, "limit": STEPS}
+        relay.reset()
+        out = graph.invoke({**inp, "messages": []} if chat else inp, config, **kw)
+        trips = relay.round_trips
+        assert out["n"] == STEPS
+        if chat:
+            assert len(out["messages"]) == STEPS
+        assert (
+            len(list(saver.list({"configurable": {"thread_id": thread_id}}))) == SAVES
+        )
+    return trips
+
+
+def test_sync_durability_costs_one_round_trip_per_saved_step(relay) -> None:
+    assert _run(relay, "sync", durability="sync") == SAVES + PER_RUN
+
+
+def test_the_default_durability_costs_at_most_one_round_trip_per_step(relay) -> None:
+    assert _run(relay, "default") <= SAVES + PER_RUN
+
+
+def test_a_list_grown_a_step_at_a_time_costs_no_extra_round_trip(relay) -> None:
+    # each step's messages are a delta on the version the step before stored:
+    # the saver knows that row's chain bookkeeping, so it reads nothing back
+    assert _run(relay, "chat-sync", chat=True, durability="sync") == SAVES + PER_RUN
+    assert _run(relay, "chat-default", chat=True) <= SAVES + PER_RUN
+
+
+def test_reading_a_thread_is_one_round_trip_and_a_lease_take_one(relay) -> None:
+    with PostgresSaver.from_conn_string(relay.dsn) as saver:
+        saver.setup()
+        graph = _loop().compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "read"}, "recursion_limit": 60}
+        graph.invoke({"n": 0, "limit": 3}, config)
+
+        relay.reset()
+        assert saver.get_tuple(config) is not None
+        assert relay.round_trips == 2  # the head row; then its values and writes
+
+        relay.reset()
+        lease = saver.acquire_lease("read", "", "me", 30)
+        assert lease.holder == "me"
+        assert relay.round_trips == 1
+
+        relay.reset()
+        other = saver.acquire_lease("read", "", "someone else", 30)
+        assert other.holder == "me"  # refused: says whose lease runs, same round trip
+        assert relay.round_trips == 1
+        saver.release_lease("read", "", "me")
