@@ -88,8 +88,14 @@ class RedisLayer(RedisChannelLayer):  # type: ignore[misc]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._joined: dict[str, set[str]] = collections.defaultdict(set)
-        self.down = False
-        """Redis failed a call and no receiver has got back to it since."""
+        self._lost: set[str] = set()
+        """Channels whose groups must be joined again before they receive."""
+
+    @property
+    def down(self) -> bool:
+        """Redis failed a call, and some channel of this process is not back in its
+        groups yet (its socket reads the table meanwhile)."""
+        return bool(self._lost)
 
     async def group_add(self, group: str, channel: str) -> None:
         """Join (remembered first: a receiver joins again once Redis is back)."""
@@ -97,7 +103,7 @@ class RedisLayer(RedisChannelLayer):  # type: ignore[misc]
         try:
             await super().group_add(group, channel)
         except _LOST:
-            self.down = True
+            self._lost.add(channel)
             raise
 
     async def group_discard(self, group: str, channel: str) -> None:
@@ -106,28 +112,35 @@ class RedisLayer(RedisChannelLayer):  # type: ignore[misc]
             groups.discard(group)
             if not groups:
                 del self._joined[channel]
+                self._lost.discard(channel)
         await super().group_discard(group, channel)
 
     async def receive(self, channel: str) -> Any:
         while True:
+            if channel in self._lost:
+                # Not straight back to receiving: Redis may have come back (empty,
+                # without our groups) between a failed join and the next receive,
+                # and a channel that receives again without joining hears nothing.
+                await asyncio.sleep(RETRY_SECONDS)
+                if not await self._join_again(channel):
+                    continue
             try:
                 return await super().receive(channel)
             except _LOST:
-                if not self.down:
+                if not self._lost:
                     log.warning("channel layer: Redis is unreachable; waiting for it")
-                self.down = True
-            await asyncio.sleep(RETRY_SECONDS)
-            await self._join_again(channel)
+                self._lost.add(channel)
 
-    async def _join_again(self, channel: str) -> None:
-        """Join ``channel``'s groups again; Redis is back when that works."""
+    async def _join_again(self, channel: str) -> bool:
+        """Join ``channel``'s groups again; True when that worked (Redis is back)."""
         try:
             for group in list(self._joined.get(channel, ())):
                 await super().group_add(group, channel)
             if not self._joined.get(channel):
                 await super().group_discard("layer-probe", channel)  # a round trip
         except _LOST:
-            return
-        if self.down:
+            return False
+        self._lost.discard(channel)
+        if not self._lost:
             log.warning("channel layer: Redis answers again")
-        self.down = False
+        return True
