@@ -54,6 +54,7 @@ from engine.pregel._delta import (
     with_delta_values,
 )
 from engine.pregel._lease import ahold_for_update, hold_for_update
+from engine.pregel._persist import _fenced as fenced
 from engine.types import StateUpdate
 
 if TYPE_CHECKING:
@@ -461,20 +462,13 @@ def _plan_copy(
     return plan
 
 
-def _fenced(config: RunnableConfig, fence: dict[str, Any] | None) -> RunnableConfig:
-    """``config`` carrying the update's lease (the saver stores nothing without it)."""
-    if fence is None:
-        return config
-    return {**config, CONF: {**config.get(CONF, {}), **fence}}
-
-
 def _save_plan(
     saver: BaseCheckpointSaver,
     plan: _UpdatePlan,
     saved: CheckpointTuple | None,
     fence: dict[str, Any] | None,
 ) -> RunnableConfig:
-    parent = _fenced(plan.parent_config, fence)
+    parent = plan.parent_config if fence is None else fenced(plan.parent_config, fence)
     for tid, writes in plan.task_writes:
         if saved is not None and writes:
             saver.put_writes(parent, writes, tid)
@@ -492,7 +486,7 @@ async def _asave_plan(
     saved: CheckpointTuple | None,
     fence: dict[str, Any] | None,
 ) -> RunnableConfig:
-    parent = _fenced(plan.parent_config, fence)
+    parent = plan.parent_config if fence is None else fenced(plan.parent_config, fence)
     for tid, writes in plan.task_writes:
         if saved is not None and writes:
             await saver.aput_writes(parent, writes, tid)
