@@ -9,7 +9,9 @@ paused. ``act`` then sleeps ``ACT_SECONDS`` so that runs overlap.
 
 from __future__ import annotations
 
+import faulthandler
 import os
+import signal
 import time
 import traceback
 from pathlib import Path
@@ -19,7 +21,7 @@ from engine.graph import END, START, StateGraph
 from engine.types import Command, interrupt
 from tests._support.savers import SaverSpec
 
-__all__ = ("build", "interrupted_thread", "resume_in_child", "traces")
+__all__ = ("build", "interrupted_thread", "join_or_dump", "resume_in_child", "traces")
 
 ACT_SECONDS = 1.0
 
@@ -36,14 +38,14 @@ def _trace(path: str, line: str) -> None:
         os.fsync(out.fileno())
 
 
-def build(trace: str, who: str, saver: Any) -> Any:
+def build(trace: str, who: str, saver: Any, act_seconds: float = ACT_SECONDS) -> Any:
     def review(state: State) -> State:
         _trace(trace, f"review:{who}")
         return {"decision": interrupt("approve?")}
 
     def act(state: State) -> State:
         _trace(trace, f"act:{who}")
-        time.sleep(ACT_SECONDS)
+        time.sleep(act_seconds)
         return {"done": state["decision"]}
 
     def after(state: State) -> State:
@@ -87,14 +89,20 @@ def resume_in_child(
     on_busy: str = "raise",
     durability: str = "sync",
     lease_seconds: float | None = None,
+    act_seconds: float = ACT_SECONDS,
 ) -> None:
     """In a child process: answer (or continue) the thread; put (who, outcome) on
-    ``results``: "ok:<done>" or the exception's class name and message."""
+    ``results``: "ok:<done>" or the exception's class name and message.
+
+    SIGUSR1 prints every thread's stack to stderr (pytest shows it), so a test
+    can say where a child that never finished was stuck (:func:`join_or_dump`).
+    """
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         with spec.open(setup=False) as saver:
             if lease_seconds is not None:
                 saver.lease_seconds = lease_seconds
-            graph = build(trace, who, saver)
+            graph = build(trace, who, saver, act_seconds)
             config = {
                 "configurable": {"thread_id": thread_id},
                 "metadata": {"who": who},
@@ -112,3 +120,19 @@ def resume_in_child(
     except BaseException as exc:
         results.put((who, f"{type(exc).__name__}:{exc}"))
         traceback.print_exc()
+
+
+def join_or_dump(child: Any, trace: str, timeout: float = 90) -> None:
+    """Wait for a :func:`resume_in_child` process; if it is still running after
+    ``timeout``, make it print its stacks, stop it and fail saying so."""
+    child.join(timeout=timeout)
+    if child.exitcode is not None:
+        return
+    os.kill(child.pid, signal.SIGUSR1)
+    time.sleep(1.0)
+    child.kill()
+    child.join(timeout=10)
+    raise AssertionError(
+        f"child {child.name} still ran after {timeout} s (its stacks are in the "
+        f"captured stderr); trace so far: {traces(trace)}"
+    )

@@ -19,7 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from tests._support.lease_runs import interrupted_thread, resume_in_child, traces
+from tests._support.lease_runs import (
+    interrupted_thread,
+    join_or_dump,
+    resume_in_child,
+    traces,
+)
 from tests._support.postgres import fresh_database, pg_dsn
 from tests._support.savers import SaverSpec
 
@@ -50,9 +55,9 @@ def _race(spec: SaverSpec, trace: str, **options) -> dict[str, str]:
     for child in children:
         child.start()
     for child in children:
-        child.join(timeout=90)
+        join_or_dump(child, trace)
         assert child.exitcode == 0
-    return dict(results.get(timeout=5) for _ in children)
+    return dict(results.get(timeout=30) for _ in children)
 
 
 @pytest.mark.parametrize("durability", ["sync", "async", "exit"])
@@ -123,9 +128,9 @@ def test_waiting_continuation_runs_on_the_head_the_first_run_left(
     )
     second.start()
     for child in (first, second):
-        child.join(timeout=90)
+        join_or_dump(child, trace)
 
-    outcomes = dict(results.get(timeout=5) for _ in range(2))
+    outcomes = dict(results.get(timeout=30) for _ in range(2))
 
     assert outcomes == {"approve": "ok:approve", "again": "ok:approve"}
     lines = traces(trace)
@@ -142,7 +147,8 @@ def test_paused_process_writes_nothing_after_losing_its_lease(
     zombie = CTX.Process(
         target=resume_in_child,
         args=(spec, trace, "t1", "zombie", results),
-        kwargs={"lease_seconds": 1.0},
+        # act sleeps long enough that the pause lands inside it on a busy machine
+        kwargs={"lease_seconds": 1.0, "act_seconds": 3.0},
     )
     zombie.start()
     _wait_for(trace, "act:zombie")
@@ -158,13 +164,13 @@ def test_paused_process_writes_nothing_after_losing_its_lease(
             kwargs={"resume": False},
         )
         rescuer.start()
-        rescuer.join(timeout=60)
+        join_or_dump(rescuer, trace)
         assert rescuer.exitcode == 0
     finally:
         os.kill(zombie.pid, signal.SIGCONT)
-    zombie.join(timeout=60)
+    join_or_dump(zombie, trace)
 
-    outcomes = dict(results.get(timeout=5) for _ in range(2))
+    outcomes = dict(results.get(timeout=30) for _ in range(2))
 
     assert outcomes["rescuer"] == "ok:zombie"  # the decision saved before the pause
     assert outcomes["zombie"].startswith("ThreadLeaseLostError:"), outcomes
