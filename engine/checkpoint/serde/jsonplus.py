@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from engine.checkpoint.serde._plain_tree import MIN_ITEMS, is_plain_tree
 from engine.checkpoint.serde.event_hooks import emit_serde_event
 from engine.errors import ErrorCode, SerializationError, error_message
 
@@ -178,11 +179,23 @@ def _dumps_or_none(encoded: Any) -> bytes | None:
 class _Encoder:
     """One encoding pass; collects classes to allow on the way."""
 
-    __slots__ = ("plain", "seen_types")
+    __slots__ = ("impure", "plain", "seen_types")
 
     def __init__(self, big_ints: bool = False) -> None:
         self.seen_types: list[type[Any]] = []
         self.plain = _PLAIN_NO_INT if big_ints else _PLAIN
+        self.impure = False
+        """Inside a container ``is_plain_tree`` refused: its parts are not
+        checked again (each would re-scan what the refused check scanned)."""
+
+    def _plain_tree(self, obj: dict[Any, Any] | list[Any]) -> bool:
+        """Whether a long container is plain JSON, asked once per subtree."""
+        if self.impure or len(obj) < MIN_ITEMS:
+            return False
+        if is_plain_tree(obj, self.plain, TAG):
+            return True
+        self.impure = True
+        return False
 
     def encode(self, obj: Any, path: str) -> Any:
         cls = type(obj)
@@ -201,6 +214,9 @@ class _Encoder:
             kinds = set(map(type, obj))  # one pass in C
             if kinds <= plain:
                 return obj  # already JSON: no copy
+            outer = self.impure
+            if self._plain_tree(obj):
+                return obj  # records, documents: checked a level at a time
             enc = self._encode_dict if kinds == _DICT_ONLY else self.encode
             copy: list[Any] | None = None
             for index, item in enumerate(obj):
@@ -214,6 +230,7 @@ class _Encoder:
                         continue
                     copy = obj[:index]  # the first item that changes: copy from here on
                 copy.append(encoded)
+            self.impure = outer
             return obj if copy is None else copy
         if cls is dict:
             return self._encode_dict(obj, path)
@@ -228,6 +245,9 @@ class _Encoder:
             simple = self.plain
             if set(map(type, obj.values())) <= simple:
                 return obj  # already JSON: no copy
+            outer = self.impure
+            if self._plain_tree(obj):
+                return obj
             changed: dict[str, Any] | None = None
             for key, value in obj.items():
                 if type(value) in simple:
@@ -237,6 +257,7 @@ class _Encoder:
                     if changed is None:
                         changed = {}
                     changed[key] = encoded
+            self.impure = outer
             return obj if changed is None else {**obj, **changed}
         return {
             TAG: "dict",

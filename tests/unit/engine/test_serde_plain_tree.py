@@ -1,0 +1,147 @@
+"""The serializer's level-at-a-time check for large plain values.
+
+``is_plain_tree`` lets a long list or dict skip the node-by-node walk; these
+tests hold that it says yes only for what the walk would leave unchanged, so
+the stored bytes are the same whichever path runs.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import engine.checkpoint.serde.jsonplus as jsonplus
+from engine.checkpoint.serde._plain_tree import MIN_ITEMS, is_plain_tree
+from engine.checkpoint.serde.jsonplus import _PLAIN, TAG, JsonPlusSerializer, _Encoder
+
+
+class Color(enum.Enum):
+    RED = "red"
+
+
+class Name(str):
+    pass
+
+
+def records(extra: Any = None, at: int = 17) -> list[Any]:
+    rows: list[Any] = [
+        {"id": i, "text": f"item {i}", "tags": ["a", "b"], "score": i / 3}
+        for i in range(MIN_ITEMS * 2)
+    ]
+    if extra is not None:
+        rows[at]["tags"].append(extra)
+    return rows
+
+
+def test_records_of_plain_values_are_plain() -> None:
+    assert is_plain_tree(records(), _PLAIN, TAG)
+    assert is_plain_tree(
+        {f"k{i}": [i, None, True, 1.5] for i in range(40)}, _PLAIN, TAG
+    )
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        (1, 2),  # a tuple loads back as a tuple
+        Color.RED,
+        uuid.UUID(int=7),
+        float("nan"),
+        float("inf"),
+        b"bytes",
+        {1: "a non-str key"},
+        {TAG: "looks like a tag"},
+        Name("a str subclass"),
+        {"deep": [{"deeper": {"x"}}]},
+    ],
+    ids=repr,
+)
+def test_anything_the_walk_would_tag_is_not_plain(extra: Any) -> None:
+    assert not is_plain_tree(records(extra), _PLAIN, TAG)
+
+
+def test_big_ints_are_left_to_the_walk_in_its_big_int_pass() -> None:
+    rows = records(2**70)
+    assert is_plain_tree(rows, _PLAIN, TAG)  # orjson refuses it; the retry walks
+    no_int = frozenset({str, bool, type(None)})
+    assert not is_plain_tree(rows, no_int, TAG)
+    serde = JsonPlusSerializer()
+    assert serde.loads(serde.dumps(rows)) == rows
+
+
+def test_a_list_that_holds_itself_ends_and_is_refused_as_before() -> None:
+    rows: list[Any] = records()
+    rows.append(rows)
+    assert not is_plain_tree(rows, _PLAIN, TAG)
+    with pytest.raises(RecursionError):
+        JsonPlusSerializer().dumps(rows)
+
+
+def test_a_refused_container_is_not_checked_again_part_by_part(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[int] = []
+
+    def counted(obj: Any, leaves: frozenset[type], tag: str) -> bool:
+        calls.append(len(obj))
+        return is_plain_tree(obj, leaves, tag)
+
+    monkeypatch.setattr(jsonplus, "is_plain_tree", counted)
+    nested = [records() for _ in range(MIN_ITEMS)]
+    nested[-1][-1]["tags"].append((1, 2))
+    plain_sibling = records()
+    value = {"nested": nested, "plain": plain_sibling}
+
+    encoded = jsonplus._Encoder().encode(value, "")
+
+    # once for "nested" (refused: nothing inside is asked again), once for "plain"
+    assert calls == [MIN_ITEMS, len(plain_sibling)]
+    assert encoded["plain"] is plain_sibling
+    assert JsonPlusSerializer().loads(JsonPlusSerializer().dumps(value)) == value
+
+
+def _walked(value: Any) -> bytes:
+    """What the node-by-node walk alone stores (the fast check switched off)."""
+    saved = jsonplus.is_plain_tree
+    jsonplus.is_plain_tree = lambda *args: False  # type: ignore[assignment]
+    try:
+        return JsonPlusSerializer().dumps(value)
+    finally:
+        jsonplus.is_plain_tree = saved
+
+
+leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**80), max_value=2**80),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=5),
+    st.sampled_from([Color.RED, uuid.UUID(int=1), (1, "t"), b"x", Name("n")]),
+)
+tree = st.recursive(
+    leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, min_size=0, max_size=MIN_ITEMS + 2),
+        st.dictionaries(
+            st.one_of(st.text(max_size=4), st.sampled_from([TAG, 3])),
+            inner,
+            max_size=MIN_ITEMS + 2,
+        ),
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(tree, min_size=MIN_ITEMS, max_size=MIN_ITEMS + 4))
+def test_stored_bytes_do_not_depend_on_the_path(value: list[Any]) -> None:
+    serde = JsonPlusSerializer()
+    fast = serde.dumps(value)
+    assert fast == _walked(value)
+    if is_plain_tree(value, _PLAIN, TAG):
+        assert _Encoder().encode(value, "") is value
