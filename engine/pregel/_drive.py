@@ -213,10 +213,17 @@ def load(graph: Pregel, loop: PregelLoop) -> tuple[CheckpointTuple | None, str |
         loop.branch_off()
         before = saver.list(config, before=replay.before(), limit=1)
         return next(iter(before), None), None
-    saved = saver.get_tuple(config)
+    saved = _preloaded(loop) if loop.preloaded is not None else saver.get_tuple(config)
     head = _head_id(saver, config, saved)
     _check_found(config, saved)
     return saved, head
+
+
+def _preloaded(loop: PregelLoop) -> CheckpointTuple | None:
+    """The checkpoint read when the run took its thread's lease (then forgotten)."""
+    assert loop.preloaded is not None
+    (saved,), loop.preloaded = loop.preloaded, None
+    return saved
 
 
 async def aload(
@@ -231,7 +238,11 @@ async def aload(
         async for found in saver.alist(config, before=replay.before(), limit=1):
             return found, None
         return None, None
-    saved = await saver.aget_tuple(config)
+    saved = (
+        _preloaded(loop)
+        if loop.preloaded is not None
+        else await saver.aget_tuple(config)
+    )
     head = None
     if config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID) and saved is not None:
         latest = await saver.aget_tuple(_without_checkpoint_id(config))

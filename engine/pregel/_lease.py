@@ -10,7 +10,11 @@ the first left. Subgraphs run under their root run's lease (same saver: their
 saves carry it too; no second lease, so no self-deadlock). Without a saver,
 without leases or without a thread id there is no lease (nothing to protect).
 
-Cost: one acquire and one release per run. Renewal is off the step path: one
+Cost: none of its own on the SQL savers, usually. The take goes with the read of
+the thread's head (``acquire_lease_and_get_tuple``: one transaction, the take in
+the head read's round trip), and the release with the run's last saves when the
+background lane still holds some at the run's end (``release_with_saves``);
+otherwise it is a transaction of its own. Renewal is off the step path: one
 daemon thread per process wakes when a held lease is a third of the way to its
 end and renews it from the shared pool; the step path only compares the clock
 with the last renewal (:meth:`ThreadHold.check`). Every save of the run carries
@@ -36,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from engine._internal._constants import CONF
 from engine._internal._typing import RunnableConfig
 from engine.checkpoint._lease import HELD_LEASE, ThreadLease, lease_lost
-from engine.checkpoint.base import BaseCheckpointSaver
+from engine.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from engine.errors import ErrorCode, ThreadBusyError, error_message
 from engine.pregel._persist import AsyncPersistence, SyncPersistence, background_pool
 
@@ -321,6 +325,24 @@ def _start(hold: ThreadHold, loop: PregelLoop, sent: float) -> None:
     _RENEWER.add(hold)
 
 
+def _took(
+    hold: ThreadHold,
+    loop: PregelLoop,
+    taken: tuple[ThreadLease, CheckpointTuple | None],
+    on_busy: OnBusy,
+) -> bool:
+    """After a run's first take (its lease and the thread's head in one go): True
+    when the lease is the run's (the head is kept for ``load``); False when the
+    run waits for it (``on_busy="wait"``); ``ThreadBusyError`` otherwise."""
+    lease, saved = taken
+    if lease.holder == hold.holder:
+        loop.preloaded = (saved,)
+        return True
+    if on_busy == "raise":
+        raise _busy(lease, _NOTHING_DONE["run"])
+    return False
+
+
 @contextmanager
 def hold_thread(loop: PregelLoop) -> Iterator[ThreadHold | None]:
     """Hold ``loop``'s thread for the block (a sync run); see the module."""
@@ -329,13 +351,19 @@ def hold_thread(loop: PregelLoop) -> Iterator[ThreadHold | None]:
         yield None
         return
     saver = hold.saver
-    _start(hold, loop, _acquire(hold, on_busy))
+    sent = time.monotonic()
+    taken = saver.acquire_lease_and_get_tuple(loop.config, hold.holder, hold.seconds)
+    if not _took(hold, loop, taken, on_busy):
+        sent = _acquire(hold, on_busy)
+    _start(hold, loop, sent)
     try:
         yield hold
     finally:
+        loop.preloaded = None
         _RENEWER.remove(hold)
         try:
-            saver.release_lease(hold.thread_id, hold.checkpoint_ns, hold.holder)
+            if not _released_with_saves(loop):
+                saver.release_lease(hold.thread_id, hold.checkpoint_ns, hold.holder)
         except Exception:  # it expires on its own
             log.warning("could not release the lease on thread %r", hold.thread_id)
 
@@ -348,15 +376,31 @@ async def ahold_thread(loop: PregelLoop) -> AsyncIterator[ThreadHold | None]:
         yield None
         return
     saver = hold.saver
-    _start(hold, loop, await _aacquire(hold, on_busy))
+    sent = time.monotonic()
+    taken = await saver.aacquire_lease_and_get_tuple(
+        loop.config, hold.holder, hold.seconds
+    )
+    if not _took(hold, loop, taken, on_busy):
+        sent = await _aacquire(hold, on_busy)
+    _start(hold, loop, sent)
     try:
         yield hold
     finally:
+        loop.preloaded = None
         _RENEWER.remove(hold)
         try:
-            await saver.arelease_lease(hold.thread_id, hold.checkpoint_ns, hold.holder)
+            if not _released_with_saves(loop):
+                await saver.arelease_lease(
+                    hold.thread_id, hold.checkpoint_ns, hold.holder
+                )
         except Exception:  # it expires on its own
             log.warning("could not release the lease on thread %r", hold.thread_id)
+
+
+def _released_with_saves(loop: PregelLoop) -> bool:
+    """Whether the run's lease already went back with its last saves
+    (``PregelLoop.finish``)."""
+    return getattr(loop.persistence, "lease_released", False) is True
 
 
 def held_steps(loop: PregelLoop, steps: Iterator[T]) -> Iterator[T]:

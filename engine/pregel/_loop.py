@@ -659,6 +659,12 @@ class PregelLoop(ResumeBook, NodeCache, CheckpointBuilder):
                     self.checkpoint_config, task_writes, task_id, path
                 )
         self._flush_deferred()
+        if self.lease is not None and not self.is_nested:
+            # the run saves nothing more: its lease may go back with its last saves
+            held = self.lease
+            self.persistence.release_with_saves(
+                (held.thread_id, held.checkpoint_ns, held.holder)
+            )
         self.persistence.flush()
 
     def output(self) -> Any:

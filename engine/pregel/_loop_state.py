@@ -32,6 +32,7 @@ from engine.checkpoint.base import (
     BaseCheckpointSaver,
     Checkpoint,
     CheckpointMetadata,
+    CheckpointTuple,
     PendingWrite,
     empty_checkpoint,
 )
@@ -179,6 +180,8 @@ class LoopState:
         self.update_keys: str | frozenset[str] | None = None  # stream(output_keys=)
         self._paused_results: list[tuple[PregelExecutableTask, list[Interrupt]]] = []
         self.lease: Any = None  # the run's thread lease (``_lease.ThreadHold``)
+        # (checkpoint tuple,) read with the lease when it was taken; load uses it
+        self.preloaded: tuple[CheckpointTuple | None] | None = None
 
     def _next_version(self) -> Any:
         version = self._next_version_fn(self._max_version)

@@ -102,6 +102,16 @@ def saves_inline(saver: BaseCheckpointSaver) -> bool:
     return getattr(type(saver), "saves_inline", False) is True
 
 
+LeaseKey = tuple[str, str, str]
+"""(thread_id, checkpoint_ns, holder) of a lease to give back."""
+
+
+def releases_with_saves(saver: BaseCheckpointSaver) -> bool:
+    """Whether ``saver.put_steps`` takes ``release=``: a lease given back in the
+    batch's transaction (the SQL savers). Read from the class, as above."""
+    return getattr(type(saver), "releases_with_saves", False) is True
+
+
 def _steps_of(saver: BaseCheckpointSaver) -> Callable[[Sequence[StepSave]], Any]:
     put_steps = getattr(saver, "put_steps", None)
     if put_steps is not None:
@@ -133,10 +143,13 @@ class SyncPersistence:
         "_cond",
         "_error",
         "_queue",
+        "_release",
         "_running",
+        "_taken",
         "background",
         "fence",
         "kept_by_copy",
+        "lease_released",
         "saver",
     )
 
@@ -152,6 +165,12 @@ class SyncPersistence:
         self._running = False
         self._error: BaseException | None = None
         self._cond = threading.Condition()
+        self._taken = 0
+        """Queued saves the lane already took into the batch it is saving."""
+        self._release: LeaseKey | None = None
+        self.lease_released = False
+        """The run's lease went back in the transaction of its last saves
+        (:meth:`release_with_saves`)."""
 
     def _submit(self, item: Saved) -> None:
         with self._cond:
@@ -175,9 +194,17 @@ class SyncPersistence:
                     self._cond.notify_all()
                     return
                 batch = list(self._queue)
+                self._taken = len(batch)
+                release, self._release = self._release, None
             started = time.perf_counter()
             try:
-                put_steps([step for step, _ in batch])
+                if release is None:
+                    put_steps([step for step, _ in batch])
+                else:
+                    self.saver.put_steps(  # type: ignore[call-arg]
+                        [step for step, _ in batch], release=release
+                    )
+                    self.lease_released = True
             except BaseException as exc:
                 with self._cond:
                     self._error = exc
@@ -190,7 +217,20 @@ class SyncPersistence:
                 for _ in batch:
                     if self._queue:
                         self._queue.popleft()
+                self._taken = 0
                 self._cond.notify_all()
+
+    def release_with_saves(self, lease: LeaseKey) -> None:
+        """Give the run's lease back in the transaction of the saves still
+        waiting for the lane, when there are some and the saver can: a run's end
+        then costs no transaction of its own. Called once the run saves nothing
+        more; :attr:`lease_released` says (after :meth:`flush`) whether it
+        happened. When it did not, the caller releases the lease itself."""
+        if not releases_with_saves(self.saver):
+            return
+        with self._cond:
+            if len(self._queue) > self._taken:
+                self._release = lease
 
     def _raise_pending(self) -> None:
         if self._error is not None:
@@ -249,9 +289,12 @@ class AsyncPersistence:
         "_idle",
         "_lane",
         "_queue",
+        "_release",
+        "_taken",
         "background",
         "fence",
         "kept_by_copy",
+        "lease_released",
         "saver",
     )
 
@@ -265,6 +308,10 @@ class AsyncPersistence:
         self._lane: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
         self._idle: asyncio.Event | None = None
+        self._taken = 0
+        self._release: LeaseKey | None = None
+        self.lease_released = False
+        """As :attr:`SyncPersistence.lease_released`."""
 
     def _submit(self, item: Saved) -> None:
         if self._error is not None:
@@ -282,13 +329,23 @@ class AsyncPersistence:
         try:
             while self._queue and self._error is None:
                 batch = list(self._queue)
+                self._taken = len(batch)
+                release, self._release = self._release, None
                 started = time.perf_counter()
                 try:
-                    await self._put_steps([step for step, _ in batch])
+                    if release is None:
+                        await self._put_steps([step for step, _ in batch])
+                    else:
+                        await self.saver.aput_steps(  # type: ignore[call-arg]
+                            [step for step, _ in batch], release=release
+                        )
+                        self.lease_released = True
                 except BaseException as exc:
                     self._error = exc
                     self._queue.clear()
                     return
+                finally:
+                    self._taken = 0
                 seconds = time.perf_counter() - started
                 for _ in batch:
                     self._queue.popleft()
@@ -298,6 +355,11 @@ class AsyncPersistence:
         finally:
             if self._idle is not None:
                 self._idle.set()
+
+    def release_with_saves(self, lease: LeaseKey) -> None:
+        """As :meth:`SyncPersistence.release_with_saves`."""
+        if releases_with_saves(self.saver) and len(self._queue) > self._taken:
+            self._release = lease
 
     async def _put_steps(self, steps: Sequence[StepSave]) -> None:
         aput_steps = getattr(self.saver, "aput_steps", None)

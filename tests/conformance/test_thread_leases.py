@@ -216,3 +216,44 @@ async def test_async_lease_api_matches_the_sync_one(
             make_metadata(),
             checkpoint["channel_versions"],
         )
+
+
+def test_lease_taken_with_the_head_reads_it_and_a_refused_one_reads_nothing(
+    saver: BaseCheckpointSaver,
+) -> None:
+    stored = _root(saver)
+    head_id = stored["configurable"]["checkpoint_id"]
+
+    taken, saved = saver.acquire_lease_and_get_tuple(make_config("t1"), "a", 30)
+    refused, unread = saver.acquire_lease_and_get_tuple(make_config("t1"), "b", 30)
+    empty, none = saver.acquire_lease_and_get_tuple(make_config("t9"), "c", 30)
+    by_id, same = saver.acquire_lease_and_get_tuple(
+        make_config("t1", checkpoint_id=head_id), "a", 30
+    )
+
+    assert taken.holder == "a" and saved is not None
+    assert saved.checkpoint["id"] == head_id
+    assert saved.checkpoint["channel_values"] == {"n": 0}
+    assert (refused.holder, unread) == ("a", None)
+    assert (empty.holder, none) == ("c", None)
+    assert saver.get_lease("t9", "") == empty
+    assert by_id.holder == "a" and same is not None
+    assert same.checkpoint["id"] == head_id
+
+
+async def test_async_lease_taken_with_the_head_matches_the_sync_one(
+    asaver: BaseCheckpointSaver,
+) -> None:
+    checkpoint = make_checkpoint({"n": 0})
+    await asaver.aput(
+        make_config("t1"), checkpoint, make_metadata(), checkpoint["channel_versions"]
+    )
+
+    taken, saved = await asaver.aacquire_lease_and_get_tuple(make_config("t1"), "a", 30)
+    refused, unread = await asaver.aacquire_lease_and_get_tuple(
+        make_config("t1"), "b", 30
+    )
+
+    assert taken.holder == "a" and saved is not None
+    assert saved.checkpoint["id"] == checkpoint["id"]
+    assert (refused.holder, unread) == ("a", None)

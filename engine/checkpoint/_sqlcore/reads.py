@@ -74,17 +74,27 @@ def get_tuple(
     d: SqlDialect, serde: SerializerProtocol, config: RunnableConfig, now: datetime
 ) -> Op[CheckpointTuple | None]:
     """The checkpoint ``config`` addresses (the newest when it names no id)."""
+    rows: Rows = yield checkpoint_row(d, config, now)
+    return (yield from tuple_of_row(d, serde, rows))
+
+
+def checkpoint_row(d: SqlDialect, config: RunnableConfig, now: datetime) -> Stmt:
+    """The statement reading the row of the checkpoint ``config`` addresses."""
     conf = config.get("configurable", {})
     thread_id = require_thread_id(config)
     ns = conf.get(CONFIG_KEY_CHECKPOINT_NS) or ""
     checkpoint_id = conf.get(CONFIG_KEY_CHECKPOINT_ID)
-    rows: Rows
     if checkpoint_id is None:
         params: tuple[Any, ...] = (thread_id, ns, thread_id, d.timestamp(now))
-        rows = yield Stmt(d["get_latest"], params, fetch=True)
-    else:
-        params = (thread_id, ns, str(checkpoint_id), thread_id, d.timestamp(now))
-        rows = yield Stmt(d["get_by_id"], params, fetch=True)
+        return Stmt(d["get_latest"], params, fetch=True)
+    params = (thread_id, ns, str(checkpoint_id), thread_id, d.timestamp(now))
+    return Stmt(d["get_by_id"], params, fetch=True)
+
+
+def tuple_of_row(
+    d: SqlDialect, serde: SerializerProtocol, rows: Rows
+) -> Op[CheckpointTuple | None]:
+    """What :func:`checkpoint_row` read, as a full tuple (None: no such checkpoint)."""
     if not rows:
         return None
     loaded = yield from load_tuples(d, serde, rows)

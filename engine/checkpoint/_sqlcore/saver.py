@@ -316,13 +316,22 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         self._chains.keep(staged)
         return result
 
+    releases_with_saves = True
+    """``put_steps`` / ``aput_steps`` take ``release=``: see ``put_steps``."""
+
     def put_steps(
-        self, steps: Sequence[StepSave]
+        self,
+        steps: Sequence[StepSave],
+        *,
+        release: tuple[str, str, str] | None = None,
     ) -> builtins.list[RunnableConfig | None]:
         """Several steps (and writes-only entries) in order, in one transaction:
         one commit, and on Postgres one round trip when no delta base has to be
         read. Each entry's fencing is checked against the head the entries
-        before it left. When one entry fails, nothing of the batch is kept."""
+        before it left. When one entry fails, nothing of the batch is kept.
+
+        ``release``: ``(thread_id, checkpoint_ns, holder)`` of a lease to give
+        back after the entries, in the same transaction (a run's last saves)."""
         if not steps:
             return []
         staged: saves.Staged = {}
@@ -333,6 +342,7 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
             default_ttl=self.default_ttl,
             book=self._chains,
             staged=staged,
+            release=release,
         )
         result = self._run(op, write=True)
         self._chains.keep(staged)
@@ -417,6 +427,17 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
             if (taken := self._run(op, write=True)) is not None:
                 return taken
 
+    def acquire_lease_and_get_tuple(
+        self, config: RunnableConfig, holder: str, seconds: float
+    ) -> tuple[ThreadLease, CheckpointTuple | None]:
+        while True:  # again when the row was released between take and read
+            op = lease.acquire_and_read(
+                self.dialect, self.serde, config, holder, seconds, _now()
+            )
+            taken, saved = self._run(op, write=True)
+            if taken is not None:
+                return taken, saved
+
     def renew_lease(
         self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
     ) -> bool:
@@ -440,6 +461,17 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
             )
             if (taken := await self._arun(op, write=True)) is not None:
                 return taken
+
+    async def aacquire_lease_and_get_tuple(
+        self, config: RunnableConfig, holder: str, seconds: float
+    ) -> tuple[ThreadLease, CheckpointTuple | None]:
+        while True:  # again when the row was released between take and read
+            op = lease.acquire_and_read(
+                self.dialect, self.serde, config, holder, seconds, _now()
+            )
+            taken, saved = await self._arun(op, write=True)
+            if taken is not None:
+                return taken, saved
 
     async def arenew_lease(
         self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
@@ -541,7 +573,10 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         return result
 
     async def aput_steps(
-        self, steps: Sequence[StepSave]
+        self,
+        steps: Sequence[StepSave],
+        *,
+        release: tuple[str, str, str] | None = None,
     ) -> builtins.list[RunnableConfig | None]:
         if not steps:
             return []
@@ -553,6 +588,7 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
             default_ttl=self.default_ttl,
             book=self._chains,
             staged=staged,
+            release=release,
         )
         result = await self._arun(op, write=True)
         self._chains.keep(staged)

@@ -268,9 +268,12 @@ def put_steps(
     default_ttl: float | None = None,
     book: ChainBook | None = None,
     staged: Staged | None = None,
+    release: tuple[str, str, str] | None = None,
 ) -> Op[list[RunnableConfig | None]]:
     """Store several steps in order in one transaction (see ``BaseCheckpointSaver.
-    put_steps``): all of them, or, when one fails, none."""
+    put_steps``): all of them, or, when one fails, none. ``release``: a lease
+    ``(thread_id, checkpoint_ns, holder)`` deleted after them, in the same
+    transaction (a run's last saves and its lease's end commit together)."""
     entries = [
         _prepare_writes(serde, config, task_writes)
         if checkpoint is None
@@ -285,7 +288,7 @@ def put_steps(
         )
         for config, task_writes, checkpoint, metadata, new_versions in steps
     ]
-    return (yield from _store(d, serde, entries, book, staged))
+    return (yield from _store(d, serde, entries, book, staged, release))
 
 
 def put_writes(
@@ -316,8 +319,10 @@ def _store(
     entries: Sequence[_Entry],
     book: ChainBook | None = None,
     staged: Staged | None = None,
+    release: tuple[str, str, str] | None = None,
 ) -> Op[list[RunnableConfig | None]]:
-    """Run prepared entries in order: fencing, delta decisions, inserts.
+    """Run prepared entries in order: fencing, delta decisions, inserts; then
+    the release of a lease, when given.
 
     ``book``: the chain bookkeeping of values the saver stored before; a fenced
     entry's delta base found there is not read back (see :class:`ChainBook`),
@@ -475,6 +480,8 @@ def _store(
     yield from flush()
     for thread_id, deadline in deadlines.items():
         yield Stmt(d["upsert_ttl"], (thread_id, d.timestamp(deadline)))
+    if release is not None:
+        yield Stmt(d["lease_release"], release)
     return results
 
 

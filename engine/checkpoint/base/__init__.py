@@ -670,6 +670,22 @@ class BaseCheckpointSaver:
         same holder renews it)."""
         raise NotImplementedError
 
+    def acquire_lease_and_get_tuple(
+        self, config: RunnableConfig, holder: str, seconds: float
+    ) -> tuple[ThreadLease, CheckpointTuple | None]:
+        """:meth:`acquire_lease` on the thread and namespace of ``config`` and, when
+        taken, :meth:`get_tuple` of ``config`` (None when another holder's lease
+        runs: nothing is read then). A run starts with this; the SQL savers do
+        both in one transaction."""
+        conf = config.get("configurable", {})
+        taken = self.acquire_lease(
+            str(require_thread_id(config)),
+            conf.get("checkpoint_ns") or "",
+            holder,
+            seconds,
+        )
+        return taken, self.get_tuple(config) if taken.holder == holder else None
+
     def renew_lease(
         self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
     ) -> bool:
@@ -690,6 +706,21 @@ class BaseCheckpointSaver:
     ) -> ThreadLease:
         """Async twin of :meth:`acquire_lease`."""
         raise NotImplementedError
+
+    async def aacquire_lease_and_get_tuple(
+        self, config: RunnableConfig, holder: str, seconds: float
+    ) -> tuple[ThreadLease, CheckpointTuple | None]:
+        """Async twin of :meth:`acquire_lease_and_get_tuple`."""
+        conf = config.get("configurable", {})
+        taken = await self.aacquire_lease(
+            str(require_thread_id(config)),
+            conf.get("checkpoint_ns") or "",
+            holder,
+            seconds,
+        )
+        if taken.holder != holder:
+            return taken, None
+        return taken, await self.aget_tuple(config)
 
     async def arenew_lease(
         self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
