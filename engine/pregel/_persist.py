@@ -223,14 +223,33 @@ class SyncPersistence:
     def release_with_saves(self, lease: LeaseKey) -> None:
         """Give the run's lease back in the transaction of the saves still
         waiting for the lane, when there are some and the saver can: a run's end
-        then costs no transaction of its own. Called once the run saves nothing
-        more; :attr:`lease_released` says (after :meth:`flush`) whether it
-        happened. When it did not, the caller releases the lease itself."""
+        then costs no transaction of its own. When the lane has not started on
+        them, this thread saves them at once (a run's last step then waits for no
+        thread hand-off); else they go after the batch in flight. Called once the
+        run saves nothing more; :attr:`lease_released` says (after :meth:`flush`)
+        whether it happened. When it did not, the caller releases the lease."""
         if not releases_with_saves(self.saver):
             return
         with self._cond:
-            if len(self._queue) > self._taken:
-                self._release = lease
+            if len(self._queue) <= self._taken:
+                return
+            if self._taken or self._error is not None:
+                self._release = lease  # after the batch in flight, on the lane
+                return
+            # Nothing in flight: the lane has not started on these yet, so this
+            # thread saves them itself (no hand-off to wait for), lease included.
+            batch = list(self._queue)
+            self._queue.clear()
+            self._cond.notify_all()
+        started = time.perf_counter()
+        self.saver.put_steps(  # type: ignore[call-arg]
+            [step for step, _ in batch], release=lease
+        )
+        self.lease_released = True
+        seconds = time.perf_counter() - started
+        for _, on_saved in batch:
+            if on_saved is not None:
+                on_saved(seconds)
 
     def _raise_pending(self) -> None:
         if self._error is not None:

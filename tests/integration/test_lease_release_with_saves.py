@@ -79,6 +79,31 @@ def test_release_rides_with_saves_still_waiting(saver: GatedSaver) -> None:
     assert saver.get_tuple(_config("t1")).checkpoint["id"] == second[2]["id"]
 
 
+def test_saves_the_lane_has_not_started_are_saved_by_the_run_itself(
+    saver: GatedSaver,
+) -> None:
+    persistence = SyncPersistence(saver, background=True)
+    saver.put_steps([])
+    saver.calls.clear()
+    assert saver.acquire_lease("t1", "", "run-1", 30).holder == "run-1"
+    first = _step("t1", None)
+    second = _step("t1", first[2]["id"])
+    saved_by: list[str] = []
+    with persistence._cond:  # the lane cannot take anything meanwhile
+        persistence.put_step(*first)
+        persistence.put_step(
+            *second, on_saved=lambda _: saved_by.append(threading.current_thread().name)
+        )
+        persistence.release_with_saves(("t1", "", "run-1"))
+    persistence.flush()
+
+    assert saver.calls == [(2, ("t1", "", "run-1"))]  # both, and the release, at once
+    assert saved_by == [threading.current_thread().name]
+    assert persistence.lease_released
+    assert saver.get_lease("t1", "") is None
+    assert saver.get_tuple(_config("t1")).checkpoint["id"] == second[2]["id"]
+
+
 def test_nothing_waiting_means_the_run_releases_itself(saver: GatedSaver) -> None:
     persistence = SyncPersistence(saver, background=True)
     persistence.put_step(*_step("t1", None))
