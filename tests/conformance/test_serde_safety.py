@@ -119,3 +119,14 @@ def test_pickled_write_kept_in_the_next_row_is_refused(stepped, saver_spec) -> N
 
     with pytest.raises(SerializationError, match="'pickle'"):
         stepped.get_tuple(first)
+
+
+def test_a_lease_taken_with_a_refused_head_is_not_kept(stored, saver_spec) -> None:
+    tamper_blob(stored, saver_spec, "t1", "state", "pickle", pickle.dumps({"a": 1}))
+
+    with pytest.raises(SerializationError, match="'pickle'"):
+        stored.acquire_lease_and_get_tuple(make_config("t1"), "run", 30)
+
+    # the run never started: the thread is free for the next one at once
+    assert stored.get_lease("t1", "") is None
+    assert stored.acquire_lease("t1", "", "next", 30).holder == "next"

@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import builtins
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Protocol, TypeVar
 
+from engine._internal._constants import CONFIG_KEY_CHECKPOINT_NS
 from engine._internal._typing import RunnableConfig
 from engine.checkpoint._lease import ThreadLease
 from engine.checkpoint._sqlcore import lease, reads, retention, saves
@@ -30,6 +32,7 @@ from engine.checkpoint.base import (
     DeltaChannelHistory,
     PruneStrategy,
     StepSave,
+    require_thread_id,
     ttl_deadline,
 )
 from engine.checkpoint.serde.base import SerializerProtocol
@@ -130,6 +133,12 @@ def run_each(
     if isinstance(stmt, Stmt):
         return execute(stmt)
     return [execute(one) for one in stmt]
+
+
+def _lease_key(config: RunnableConfig) -> tuple[str, str]:
+    """(thread_id, checkpoint_ns) of the lease a run on ``config`` takes."""
+    conf = config.get("configurable", {})
+    return str(require_thread_id(config)), conf.get(CONFIG_KEY_CHECKPOINT_NS) or ""
 
 
 def _now() -> datetime:
@@ -434,7 +443,14 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
             op = lease.acquire_and_read(
                 self.dialect, self.serde, config, holder, seconds, _now()
             )
-            taken, saved = self._run(op, write=True)
+            try:
+                taken, saved = self._run(op, write=True)
+            except BaseException:
+                # the take may have committed with the last read (Postgres sends
+                # the commit in that round trip) before the rows failed to load
+                with suppress(Exception):
+                    self.release_lease(*_lease_key(config), holder)
+                raise
             if taken is not None:
                 return taken, saved
 
@@ -469,7 +485,12 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
             op = lease.acquire_and_read(
                 self.dialect, self.serde, config, holder, seconds, _now()
             )
-            taken, saved = await self._arun(op, write=True)
+            try:
+                taken, saved = await self._arun(op, write=True)
+            except BaseException:
+                with suppress(Exception):  # as in the sync twin
+                    await self.arelease_lease(*_lease_key(config), holder)
+                raise
             if taken is not None:
                 return taken, saved
 

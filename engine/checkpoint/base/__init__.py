@@ -678,13 +678,15 @@ class BaseCheckpointSaver:
         runs: nothing is read then). A run starts with this; the SQL savers do
         both in one transaction."""
         conf = config.get("configurable", {})
-        taken = self.acquire_lease(
-            str(require_thread_id(config)),
-            conf.get("checkpoint_ns") or "",
-            holder,
-            seconds,
-        )
-        return taken, self.get_tuple(config) if taken.holder == holder else None
+        thread_id, ns = str(require_thread_id(config)), conf.get("checkpoint_ns") or ""
+        taken = self.acquire_lease(thread_id, ns, holder, seconds)
+        if taken.holder != holder:
+            return taken, None
+        try:
+            return taken, self.get_tuple(config)
+        except BaseException:  # as if nothing was taken (the SQL savers roll back)
+            self.release_lease(thread_id, ns, holder)
+            raise
 
     def renew_lease(
         self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
@@ -712,15 +714,15 @@ class BaseCheckpointSaver:
     ) -> tuple[ThreadLease, CheckpointTuple | None]:
         """Async twin of :meth:`acquire_lease_and_get_tuple`."""
         conf = config.get("configurable", {})
-        taken = await self.aacquire_lease(
-            str(require_thread_id(config)),
-            conf.get("checkpoint_ns") or "",
-            holder,
-            seconds,
-        )
+        thread_id, ns = str(require_thread_id(config)), conf.get("checkpoint_ns") or ""
+        taken = await self.aacquire_lease(thread_id, ns, holder, seconds)
         if taken.holder != holder:
             return taken, None
-        return taken, await self.aget_tuple(config)
+        try:
+            return taken, await self.aget_tuple(config)
+        except BaseException:
+            await self.arelease_lease(thread_id, ns, holder)
+            raise
 
     async def arenew_lease(
         self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
