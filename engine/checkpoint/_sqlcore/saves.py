@@ -105,6 +105,9 @@ class _Entry:
     deadline: datetime | None = None
     lease: tuple[str, str] | None = None
     """``(lease_checkpoint_ns, holder)`` of a save fenced by a thread lease."""
+    lists: set[str] = field(default_factory=set)
+    """Channels whose value is a list: only they can be a later delta's base, so
+    only theirs go to the :class:`ChainBook` (a counter's never would be read)."""
 
 
 class ChainBook:
@@ -178,12 +181,14 @@ def _prepare_put(
         entry.versions[channel] = str(version)
         if channel not in values:
             entry.blobs[channel] = BlobRecord("empty", "empty", b"")
-        elif (hint := hints.get(channel)) is not None and isinstance(
-            values[channel], list
-        ):
-            entry.deltas[channel] = (str(hint[0]), hint[1], values[channel])
+            continue
+        value = values[channel]
+        if isinstance(value, list):
+            entry.lists.add(channel)
+        if (hint := hints.get(channel)) is not None and channel in entry.lists:
+            entry.deltas[channel] = (str(hint[0]), hint[1], value)
         else:
-            entry.blobs[channel] = encode_blob(serde, values[channel], None, None)
+            entry.blobs[channel] = encode_blob(serde, value, None, None)
     parent_writes: bytes | None = None
     if entry.target_id is not None:
         entry.write_rows = [
@@ -464,7 +469,7 @@ def _store(
             blob_key = (e.thread_id, e.ns, channel, e.versions[channel])
             if blob_key not in records:  # the first insert of a key is the one kept
                 records[blob_key] = record
-                if staged is not None and record.kind != "empty":
+                if staged is not None and channel in e.lists:
                     staged[blob_key] = record._replace(payload=b"")
             blob_rows.append(d.blob_params((*blob_key, *record)))
         assert e.row is not None
