@@ -48,7 +48,7 @@ from django.db.models import (
 from django.utils import timezone
 
 from studio import titles
-from studio.errors import Conflict, InvalidInput, ThreadNotFound
+from studio.errors import CheckpointNotFound, Conflict, InvalidInput, ThreadNotFound
 from studio.models import AuditEntry, ReviewRequest, Run, RunEvent, Thread
 from studio.observability import observer, tracing
 from studio.reviews import audit
@@ -232,6 +232,8 @@ def start_run(
                     changes["title"] = thread.title = title
             if changes:
                 Thread.objects.filter(pk=thread.pk).update(**changes)
+        if checkpoint_id:
+            _require_checkpoint(thread.thread_id, checkpoint_id)
         if request_id:
             _refuse_reused_request_id(request_id, thread)
         active = list(Run.objects.filter(thread=thread, status__in=ACTIVE))
@@ -308,6 +310,21 @@ def _refuse_governed_command(
     if reason:
         audit.record_refusal(user, thread, "run.command", reason, command=command)
         raise GovernedWrite(reason, thread_id=thread.thread_id)
+
+
+def _require_checkpoint(thread_id: str, checkpoint_id: str) -> None:
+    """A run starts from a checkpoint of its own thread: refused when queued (404,
+    nothing stored), not later in the worker."""
+    address = {
+        "thread_id": thread_id,
+        "checkpoint_ns": "",
+        "checkpoint_id": checkpoint_id,
+    }
+    if get_saver().get_tuple({"configurable": address}) is None:
+        raise CheckpointNotFound(
+            f"There is no checkpoint {checkpoint_id!r} on thread {thread_id!r}.",
+            checkpoint_id=checkpoint_id,
+        )
 
 
 def _next_nodes(graph: str, thread_id: str, checkpoint_id: str) -> tuple[str, ...]:

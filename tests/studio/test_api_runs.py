@@ -1206,6 +1206,34 @@ def test_a_run_from_a_past_checkpoint_forks_the_thread(
     )
 
 
+def test_a_run_from_a_checkpoint_of_another_thread_is_404_and_queues_nothing(
+    client_of: Client, rita: User
+) -> None:
+    other = new_thread(rita)
+    post(
+        client_of,
+        f"/threads/{other}/runs",
+        {"assistant_id": "steps", "input": {"text": "o"}},
+    )
+    drain()
+    foreign = checkpoints("steps", other)[0].config["configurable"]["checkpoint_id"]
+    thread_id = new_thread(rita)
+    queued = Run.objects.count()
+
+    responses = [
+        post(
+            client_of,
+            f"/threads/{thread_id}/runs",
+            {"assistant_id": "steps", "input": {"text": "x"}, "checkpoint_id": wanted},
+        )
+        for wanted in (foreign, "1f0c0000-0000-6000-8000-000000000000")
+    ]
+
+    assert [r.status_code for r in responses] == [404, 404]
+    assert "no checkpoint" in json.loads(responses[0].content)["detail"]
+    assert Run.objects.count() == queued
+
+
 def test_interrupt_before_and_a_goto_command(client_of: Client, rita: User) -> None:
     thread_id = new_thread(rita)
     paused = post(
