@@ -184,7 +184,6 @@ class SyncPersistence:
                 background_pool().submit(self._drain)
 
     def _drain(self) -> None:
-        put_steps = _steps_of(self.saver)
         while True:
             with self._cond:
                 if self._error is not None:
@@ -196,23 +195,13 @@ class SyncPersistence:
                 batch = list(self._queue)
                 self._taken = len(batch)
                 release, self._release = self._release, None
-            started = time.perf_counter()
             try:
-                if release is None:
-                    put_steps([step for step, _ in batch])
-                else:
-                    self.saver.put_steps(  # type: ignore[call-arg]
-                        [step for step, _ in batch], release=release
-                    )
-                    self.lease_released = True
+                seconds = self._save(batch, release)
             except BaseException as exc:
                 with self._cond:
                     self._error = exc
             else:
-                seconds = time.perf_counter() - started
-                for _, on_saved in batch:
-                    if on_saved is not None:
-                        on_saved(seconds)
+                _report(batch, seconds)
             with self._cond:
                 for _ in batch:
                     if self._queue:
@@ -241,15 +230,19 @@ class SyncPersistence:
             batch = list(self._queue)
             self._queue.clear()
             self._cond.notify_all()
+        _report(batch, self._save(batch, lease))
+
+    def _save(self, batch: Sequence[Saved], release: LeaseKey | None) -> float:
+        """One batch in one ``put_steps`` call (with the lease's release, when
+        given); the seconds it took."""
         started = time.perf_counter()
-        self.saver.put_steps(  # type: ignore[call-arg]
-            [step for step, _ in batch], release=lease
-        )
-        self.lease_released = True
-        seconds = time.perf_counter() - started
-        for _, on_saved in batch:
-            if on_saved is not None:
-                on_saved(seconds)
+        steps = [step for step, _ in batch]
+        if release is None:
+            _steps_of(self.saver)(steps)
+        else:
+            self.saver.put_steps(steps, release=release)  # type: ignore[call-arg]
+            self.lease_released = True
+        return time.perf_counter() - started
 
     def _raise_pending(self) -> None:
         if self._error is not None:
@@ -352,13 +345,7 @@ class AsyncPersistence:
                 release, self._release = self._release, None
                 started = time.perf_counter()
                 try:
-                    if release is None:
-                        await self._put_steps([step for step, _ in batch])
-                    else:
-                        await self.saver.aput_steps(  # type: ignore[call-arg]
-                            [step for step, _ in batch], release=release
-                        )
-                        self.lease_released = True
+                    await self._put_steps([step for step, _ in batch], release)
                 except BaseException as exc:
                     self._error = exc
                     self._queue.clear()
@@ -368,9 +355,7 @@ class AsyncPersistence:
                 seconds = time.perf_counter() - started
                 for _ in batch:
                     self._queue.popleft()
-                for _, on_saved in batch:
-                    if on_saved is not None:
-                        on_saved(seconds)
+                _report(batch, seconds)
         finally:
             if self._idle is not None:
                 self._idle.set()
@@ -380,7 +365,13 @@ class AsyncPersistence:
         if releases_with_saves(self.saver) and len(self._queue) > self._taken:
             self._release = lease
 
-    async def _put_steps(self, steps: Sequence[StepSave]) -> None:
+    async def _put_steps(
+        self, steps: Sequence[StepSave], release: LeaseKey | None = None
+    ) -> None:
+        if release is not None:  # only for savers that take it (release_with_saves)
+            await self.saver.aput_steps(steps, release=release)  # type: ignore[call-arg]
+            self.lease_released = True
+            return
         aput_steps = getattr(self.saver, "aput_steps", None)
         if aput_steps is not None:
             await aput_steps(steps)
@@ -439,6 +430,13 @@ class AsyncPersistence:
         if self._error is not None:
             error, self._error = self._error, None
             raise error
+
+
+def _report(batch: Sequence[Saved], seconds: float) -> None:
+    """Tell each save of a stored batch how long the batch took."""
+    for _, on_saved in batch:
+        if on_saved is not None:
+            on_saved(seconds)
 
 
 def _fenced(config: RunnableConfig, fence: dict[str, Any]) -> RunnableConfig:

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from engine._internal._constants import CONFIG_KEY_CHECKPOINT_NS
 from engine._internal._typing import RunnableConfig
 from engine.checkpoint._lease import ThreadLease, check_seconds, lease_time
 from engine.checkpoint._sqlcore import reads
 from engine.checkpoint._sqlcore.dialect import Op, Rows, SqlDialect, Stmt
-from engine.checkpoint.base import CheckpointTuple, require_thread_id
+from engine.checkpoint.base import CheckpointTuple, lease_key_of
 from engine.checkpoint.serde.base import SerializerProtocol
 
 __all__ = ("acquire", "acquire_and_read", "get", "release", "renew")
@@ -60,8 +59,7 @@ def acquire_and_read(
     another holder's lease runs nothing more is read (the tuple is None).
     """
     seconds = check_seconds(seconds)
-    thread_id = str(require_thread_id(config))
-    checkpoint_ns = config.get("configurable", {}).get(CONFIG_KEY_CHECKPOINT_NS) or ""
+    thread_id, checkpoint_ns = lease_key_of(config)
     yield from _commit_early(d)
     taken, row, checkpoint_rows = yield (
         Stmt(

@@ -15,7 +15,6 @@ from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from engine._internal._constants import CONFIG_KEY_CHECKPOINT_NS
 from engine._internal._typing import RunnableConfig
 from engine.checkpoint._lease import ThreadLease
 from engine.checkpoint._sqlcore import lease, reads, retention, saves
@@ -32,7 +31,7 @@ from engine.checkpoint.base import (
     DeltaChannelHistory,
     PruneStrategy,
     StepSave,
-    require_thread_id,
+    lease_key_of,
     ttl_deadline,
 )
 from engine.checkpoint.serde.base import SerializerProtocol
@@ -133,12 +132,6 @@ def run_each(
     if isinstance(stmt, Stmt):
         return execute(stmt)
     return [execute(one) for one in stmt]
-
-
-def _lease_key(config: RunnableConfig) -> tuple[str, str]:
-    """(thread_id, checkpoint_ns) of the lease a run on ``config`` takes."""
-    conf = config.get("configurable", {})
-    return str(require_thread_id(config)), conf.get(CONFIG_KEY_CHECKPOINT_NS) or ""
 
 
 def _now() -> datetime:
@@ -344,7 +337,18 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         if not steps:
             return []
         staged: saves.Staged = {}
-        op = saves.put_steps(
+        result = self._run(self._steps_op(steps, release, staged), write=True)
+        self._chains.keep(staged)
+        return result
+
+    def _steps_op(
+        self,
+        steps: Sequence[StepSave],
+        release: tuple[str, str, str] | None,
+        staged: saves.Staged,
+    ) -> Op[builtins.list[RunnableConfig | None]]:
+        """The operation of ``put_steps`` / ``aput_steps``."""
+        return saves.put_steps(
             self.dialect,
             self.serde,
             steps,
@@ -353,9 +357,6 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
             staged=staged,
             release=release,
         )
-        result = self._run(op, write=True)
-        self._chains.keep(staged)
-        return result
 
     def _put(
         self,
@@ -449,7 +450,7 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
                 # the take may have committed with the last read (Postgres sends
                 # the commit in that round trip) before the rows failed to load
                 with suppress(Exception):
-                    self.release_lease(*_lease_key(config), holder)
+                    self.release_lease(*lease_key_of(config), holder)
                 raise
             if taken is not None:
                 return taken, saved
@@ -489,7 +490,7 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
                 taken, saved = await self._arun(op, write=True)
             except BaseException:
                 with suppress(Exception):  # as in the sync twin
-                    await self.arelease_lease(*_lease_key(config), holder)
+                    await self.arelease_lease(*lease_key_of(config), holder)
                 raise
             if taken is not None:
                 return taken, saved
@@ -602,16 +603,7 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         if not steps:
             return []
         staged: saves.Staged = {}
-        op = saves.put_steps(
-            self.dialect,
-            self.serde,
-            steps,
-            default_ttl=self.default_ttl,
-            book=self._chains,
-            staged=staged,
-            release=release,
-        )
-        result = await self._arun(op, write=True)
+        result = await self._arun(self._steps_op(steps, release, staged), write=True)
         self._chains.keep(staged)
         return result
 

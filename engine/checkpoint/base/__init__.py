@@ -68,6 +68,7 @@ __all__ = (
     "get_checkpoint_id",
     "get_checkpoint_metadata",
     "get_serializable_checkpoint_metadata",
+    "lease_key_of",
     "metadata_matches",
     "require_thread_id",
     "ttl_deadline",
@@ -281,6 +282,12 @@ def require_thread_id(config: RunnableConfig, what: str = "A checkpointer") -> s
             )
         )
     return str(thread_id)
+
+
+def lease_key_of(config: RunnableConfig) -> tuple[str, str]:
+    """``(thread_id, checkpoint_ns)``: the lease a run on ``config`` takes."""
+    ns = config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_NS) or ""
+    return require_thread_id(config), ns
 
 
 def conflict(
@@ -677,8 +684,7 @@ class BaseCheckpointSaver:
         taken, :meth:`get_tuple` of ``config`` (None when another holder's lease
         runs: nothing is read then). A run starts with this; the SQL savers do
         both in one transaction."""
-        conf = config.get("configurable", {})
-        thread_id, ns = str(require_thread_id(config)), conf.get("checkpoint_ns") or ""
+        thread_id, ns = lease_key_of(config)
         taken = self.acquire_lease(thread_id, ns, holder, seconds)
         if taken.holder != holder:
             return taken, None
@@ -713,8 +719,7 @@ class BaseCheckpointSaver:
         self, config: RunnableConfig, holder: str, seconds: float
     ) -> tuple[ThreadLease, CheckpointTuple | None]:
         """Async twin of :meth:`acquire_lease_and_get_tuple`."""
-        conf = config.get("configurable", {})
-        thread_id, ns = str(require_thread_id(config)), conf.get("checkpoint_ns") or ""
+        thread_id, ns = lease_key_of(config)
         taken = await self.aacquire_lease(thread_id, ns, holder, seconds)
         if taken.holder != holder:
             return taken, None
