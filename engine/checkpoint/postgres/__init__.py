@@ -156,11 +156,21 @@ class PostgresSaver(SqlCheckpointSaver):
             **kwargs: constructor arguments (``serde``, ``default_ttl``).
         """
         if pipeline:
-            with (
-                Connection.connect(conn_string, autocommit=True) as conn,
-                conn.pipeline() as pipe,
-            ):
-                yield cls(conn, pipe, **kwargs)
+            held: list[threading.Lock] = []
+            try:
+                with (
+                    Connection.connect(conn_string, autocommit=True) as conn,
+                    conn.pipeline() as pipe,
+                ):
+                    saver = cls(conn, pipe, **kwargs)
+                    try:
+                        yield saver
+                    finally:  # a call of another thread (a lease renewal) ends first
+                        saver.lock.acquire()
+                        held.append(saver.lock)
+            finally:
+                for lock in held:
+                    lock.release()
             return
         with _postgres.open_pool(conn_string, max_size=max_size) as pool:
             yield cls(pool, **kwargs)

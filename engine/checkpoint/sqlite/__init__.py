@@ -144,10 +144,23 @@ class SqliteSaver(SqlCheckpointSaver):
         Keyword arguments go to the constructor (``serde``, ``default_ttl``).
         """
         conn = connect(conn_string)
+        saver = cls(conn, **kwargs)
         try:
-            yield cls(conn, **kwargs)
+            yield saver
         finally:
-            conn.close()
+            saver.close()
+
+    def close(self) -> None:
+        """Close the connection once no call of another thread is using it.
+
+        A call still running in another thread (a lease renewal, a background
+        save) finishes first; a call made after this raises
+        ``sqlite3.ProgrammingError``. Closing a ``sqlite3`` connection under a
+        running statement can crash the interpreter, so never close
+        ``saver.conn`` directly while the saver may be in use.
+        """
+        with self.lock:
+            self.conn.close()
 
     def setup(self) -> None:
         """Create or upgrade the tables (numbered migrations; a no-op when current).

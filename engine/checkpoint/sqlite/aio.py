@@ -61,10 +61,11 @@ class AsyncSqliteSaver(SqlCheckpointSaver):
     ) -> AsyncIterator[AsyncSqliteSaver]:
         """A saver on a new connection (a file path or ``":memory:"``), closed on exit."""
         conn = await asyncio.to_thread(connect, conn_string)
+        saver = cls(conn, **kwargs)
         try:
-            yield cls(conn, **kwargs)
+            yield saver
         finally:
-            await asyncio.to_thread(conn.close)
+            await asyncio.to_thread(saver.sync.close)
 
     async def setup(self) -> None:
         """Create or upgrade the tables (numbered migrations; a no-op when current).

@@ -129,7 +129,8 @@ class SqliteStore(BaseStore):
             yield store
         finally:
             store.stop_ttl_sweeper()
-            conn.close()
+            with store.lock:  # a call of another thread finishes first
+                conn.close()
 
     def setup(self) -> None:
         """Create or upgrade the tables (optional: the first call does it)."""
