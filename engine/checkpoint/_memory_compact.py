@@ -12,6 +12,7 @@ version strings themselves.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = ("compact_structure", "expand_structure")
@@ -32,71 +33,103 @@ _Seen = dict[str, tuple[dict[str, Any], tuple[str, tuple[str, ...], tuple[Any, .
 """Per node: a copy of versions it had seen (all strings) and the entry stored for
 them; updated in place by each call for the same thread and namespace."""
 
+_NOT_STRUCTURE = frozenset({"channel_values", "channel_deltas"})
+_SPECIAL = frozenset({"channel_versions", "versions_seen", "updated_channels"})
 
-def compact_structure(stored: dict[str, Any], prev: Any) -> tuple[Any, _Seen] | None:
-    """``stored`` as tuples, sharing parts equal to those of ``prev`` (what an
-    earlier call returned), and what the next call needs to share with this one;
-    None if ``stored`` has another shape (see above)."""
+_LAYOUTS: dict[
+    tuple[tuple[str, ...], bool], tuple[tuple[str, ...], tuple[str, ...]]
+] = {}
+"""Per (checkpoint keys, has None values): the stored keys and those of them held
+as scalars. Checkpoints of a process have a handful of shapes; the first call
+for a shape fills its entry, later ones share its tuples."""
+
+
+def _layout(
+    names: tuple[str, ...], nil: bool
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    found = _LAYOUTS.get((names, nil))
+    if found is None:
+        keys = tuple(k for k in names if k not in _NOT_STRUCTURE)
+        if nil:
+            keys += ("channel_values",)
+        scalars = tuple(k for k in keys if k not in _SPECIAL and k != "channel_values")
+        if len(_LAYOUTS) >= 64:  # a caller inventing keys: bounded anyway
+            _LAYOUTS.clear()
+        found = _LAYOUTS[(names, nil)] = (keys, scalars)
+    return found
+
+
+def compact_structure(
+    checkpoint: Mapping[str, Any], nil: tuple[str, ...], prev: Any
+) -> tuple[Any, _Seen] | None:
+    """``checkpoint``'s structure as tuples: its keys but ``channel_values`` and
+    ``channel_deltas``, then the names of its None values (``nil``) when there
+    are some, sharing parts equal to those of ``prev`` (what an earlier call
+    returned); and what the next call needs to share with this one. None if the
+    structure has another shape (see above)."""
     prev_compact, seen = prev if prev is not None else (None, {})
-    keys = tuple(stored)
-    old: tuple[Any, ...] | None = None
-    if prev_compact is not None and prev_compact[0] == keys:
-        keys, old = prev_compact
-    values: builtins.list[Any] = []
-    for at, (key, value) in enumerate(stored.items()):
-        kind = type(value)
-        if key == "channel_versions":
-            if kind is not dict:
-                return None
-            names, versions = tuple(value), tuple(value.values())
-            if not set(map(type, versions)) <= _VERSION_TYPES:
-                return None
-            if old is not None and old[at][0] == names:
-                names = old[at][0]
-            values.append((names, versions))
-        elif key == "versions_seen":
-            if kind is not dict:
-                return None
-            # First what each node had seen last time (all strings there, so equal is
-            # the same), in one pass; then the few nodes that saw something new.
-            entries = [
-                known[1]
-                if (known := seen.get(node)) is not None and known[0] == by
-                else None
-                for node, by in value.items()
-            ]
-            if None in entries:
-                for at_node, (node, by_channel) in enumerate(value.items()):
-                    if entries[at_node] is not None:
-                        continue
-                    if type(by_channel) is not dict:
-                        return None
-                    versions = tuple(by_channel.values())
-                    kinds = set(map(type, versions))
-                    if not kinds <= _VERSION_TYPES:
-                        return None
-                    names = tuple(by_channel)
-                    known = seen.get(node)
-                    if known is not None and known[1][1] == names:
-                        names = known[1][1]
-                    entry = (node, names, versions)
-                    if kinds <= _STR:  # kept for the next call (a cache: never stale)
-                        seen[node] = (dict(by_channel), entry)
-                    entries[at_node] = entry
-            values.append(tuple(entries))
-        elif key == "updated_channels" and (value is None or kind is list):
-            if value is not None and not set(map(type, value)) <= _STR:
-                return None
-            values.append(None if value is None else tuple(value))
-        elif key == "channel_values" and kind is dict:
-            if not all(v is None for v in value.values()):
-                return None
-            values.append(tuple(value))
-        elif kind in _SCALARS:
-            values.append(value)
-        else:
+    keys, scalars = _layout(tuple(checkpoint), bool(nil))
+    if not set(map(type, map(checkpoint.__getitem__, scalars))) <= _SCALARS:
+        return None
+    parts: dict[str, Any] = {"channel_values": nil}
+    value = checkpoint.get("channel_versions")
+    if value is not None or "channel_versions" in checkpoint:
+        if type(value) is not dict:
             return None
-    return (keys, tuple(values)), seen
+        names, versions = tuple(value), tuple(value.values())
+        if not set(map(type, versions)) <= _VERSION_TYPES:
+            return None
+        if prev_compact is not None and prev_compact[0] is keys:
+            old = prev_compact[1][keys.index("channel_versions")][0]
+            if old == names:
+                names = old
+        parts["channel_versions"] = (names, versions)
+    if "versions_seen" in checkpoint:
+        entries = _seen_entries(checkpoint["versions_seen"], seen)
+        if entries is None:
+            return None
+        parts["versions_seen"] = entries
+    if "updated_channels" in checkpoint:
+        value = checkpoint["updated_channels"]
+        if value is not None:
+            if type(value) is not list or not set(map(type, value)) <= _STR:
+                return None
+            value = tuple(value)
+        parts["updated_channels"] = value
+    merged = {**checkpoint, **parts}
+    return (keys, tuple(map(merged.__getitem__, keys))), seen
+
+
+def _seen_entries(value: Any, seen: _Seen) -> tuple[Any, ...] | None:
+    """``versions_seen`` as a tuple of (node, names, versions), reusing the entry
+    of each node whose versions did not change since the last call."""
+    if type(value) is not dict:
+        return None
+    # First what each node had seen last time (all strings there, so equal is
+    # the same), in one pass; then the few nodes that saw something new.
+    entries = [
+        known[1] if (known := seen.get(node)) is not None and known[0] == by else None
+        for node, by in value.items()
+    ]
+    if None in entries:
+        for at_node, (node, by_channel) in enumerate(value.items()):
+            if entries[at_node] is not None:
+                continue
+            if type(by_channel) is not dict:
+                return None
+            versions = tuple(by_channel.values())
+            kinds = set(map(type, versions))
+            if not kinds <= _VERSION_TYPES:
+                return None
+            names = tuple(by_channel)
+            known = seen.get(node)
+            if known is not None and known[1][1] == names:
+                names = known[1][1]
+            entry = (node, names, versions)
+            if kinds <= _STR:  # kept for the next call (a cache: never stale)
+                seen[node] = (dict(by_channel), entry)
+            entries[at_node] = entry
+    return tuple(entries)
 
 
 def expand_structure(compact: Any) -> dict[str, Any]:

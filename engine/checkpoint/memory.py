@@ -387,18 +387,11 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
                 head = batch_head
             if head != conf[EXPECTED_HEAD]:
                 raise conflict(thread_id, ns, conf[EXPECTED_HEAD], head)
-        stored = {
-            k: v
-            for k, v in checkpoint.items()
-            if k not in ("channel_values", "channel_deltas")
-        }
         values = checkpoint.get("channel_values", {})
         deltas = checkpoint.get("channel_deltas", {})
         # None values stay in the row (``nil``, as in the SQL savers): no value record.
         versions = checkpoint.get("channel_versions", {})
         nil = {c: None for c, v in values.items() if v is None and c in versions}
-        if nil:
-            stored["channel_values"] = nil
         blobs: dict[tuple[str, str, str, str], BlobRecord] = {}
         for channel, version in new_versions.items():
             if channel in nil:
@@ -416,15 +409,25 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             else:
                 blobs[key] = _EMPTY
         shared = (
-            compact_structure(stored, self._last.get(place))
+            compact_structure(checkpoint, tuple(nil), self._last.get(place))
             if getattr(self.serde, "dumps_typed_plain", None) is not None
             else None
         )
+        if shared is None:
+            stored = {
+                k: v
+                for k, v in checkpoint.items()
+                if k not in ("channel_values", "channel_deltas")
+            }
+            if nil:
+                stored["channel_values"] = nil
         row: _Row = (
             dumps_structure(self.serde, pack_structure(stored))
             if shared is None
             else (COMPACT, shared[0]),
-            self.serde.dumps_typed(dict(metadata)),
+            self.serde.dumps_typed(
+                metadata if type(metadata) is dict else dict(metadata)
+            ),
             conf.get(CONFIG_KEY_CHECKPOINT_ID),
         )
         pending.update(blobs)

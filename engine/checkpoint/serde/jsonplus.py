@@ -535,6 +535,11 @@ class JsonPlusSerializer:
         return self._decoder.decode(data)
 
     def dumps(self, obj: Any) -> bytes:
+        if _small_plain(obj):  # already JSON as it is: no walk, no copy
+            try:
+                return memoryview(orjson.dumps(obj)).tobytes()
+            except orjson.JSONEncodeError:
+                pass  # an int beyond 64 bits: the walk below tags it
         try:
             return _exact_dumps(self.encode(obj))
         except orjson.JSONEncodeError as exc:
@@ -593,6 +598,48 @@ class JsonPlusSerializer:
     def check(self, obj: Any) -> None:
         """Raise SerializationError when ``obj`` could not be stored."""
         self.encode(obj)
+
+
+SMALL_ITEMS = 48
+"""At most this many items in all (keys not counted) for :func:`_small_plain`."""
+
+
+def _small_plain(obj: Any) -> bool:
+    """Whether ``obj`` is a scalar, or a small dict or list, that the walk would
+    store exactly as it is: dicts with ``str`` keys (none the tag), lists, and
+    values of the ``_PLAIN`` types (no float: NaN needs a tag) all the way down.
+
+    Metadata and most task writes are such values; for them this check and
+    ``orjson`` cost a fraction of the walk. Bigger values are left to the walk
+    and to ``is_plain_tree``. Plain loops: for a few items they beat the
+    ``set(map(type, ...))`` passes the big checks use.
+    """
+    kind = type(obj)
+    if kind in _PLAIN:
+        return True
+    if kind is not dict and kind is not list:
+        return False
+    budget = SMALL_ITEMS
+    pending = [obj]
+    for node in pending:  # grows while it is read
+        if type(node) is dict:
+            if TAG in node:
+                return False
+            for key in node:
+                if type(key) is not str:
+                    return False
+            node = node.values()
+        budget -= len(node)
+        if budget < 0:
+            return False
+        for item in node:
+            kind = type(item)
+            if kind in _PLAIN:
+                continue
+            if kind is not dict and kind is not list:
+                return False
+            pending.append(item)
+    return True
 
 
 CHUNK_ITEMS = 256

@@ -17,7 +17,14 @@ from hypothesis import strategies as st
 
 import engine.checkpoint.serde.jsonplus as jsonplus
 from engine.checkpoint.serde._plain_tree import MIN_ITEMS, is_plain_tree
-from engine.checkpoint.serde.jsonplus import _PLAIN, TAG, JsonPlusSerializer, _Encoder
+from engine.checkpoint.serde.jsonplus import (
+    _PLAIN,
+    SMALL_ITEMS,
+    TAG,
+    JsonPlusSerializer,
+    _Encoder,
+    _small_plain,
+)
 
 
 class Color(enum.Enum):
@@ -106,13 +113,14 @@ def test_a_refused_container_is_not_checked_again_part_by_part(
 
 
 def _walked(value: Any) -> bytes:
-    """What the node-by-node walk alone stores (the fast check switched off)."""
-    saved = jsonplus.is_plain_tree
+    """What the node-by-node walk alone stores (the fast checks switched off)."""
+    saved = jsonplus.is_plain_tree, jsonplus._small_plain
     jsonplus.is_plain_tree = lambda *args: False  # type: ignore[assignment]
+    jsonplus._small_plain = lambda *args: False  # type: ignore[assignment]
     try:
         return JsonPlusSerializer().dumps(value)
     finally:
-        jsonplus.is_plain_tree = saved
+        jsonplus.is_plain_tree, jsonplus._small_plain = saved
 
 
 leaf = st.one_of(
@@ -145,3 +153,43 @@ def test_stored_bytes_do_not_depend_on_the_path(value: list[Any]) -> None:
     assert fast == _walked(value)
     if is_plain_tree(value, _PLAIN, TAG):
         assert _Encoder().encode(value, "") is value
+
+
+def test_small_plain_values_skip_the_walk() -> None:
+    metadata = {
+        "source": "loop",
+        "step": 3,
+        "parents": {},
+        "writes": {"tick": ["n"]},
+        "next": ["tick"],
+    }
+    assert _small_plain(metadata)
+    assert _small_plain(7) and _small_plain("s") and _small_plain(None)
+    for refused in (
+        {"x": 1.5},  # floats may be NaN: the walk decides
+        {"x": (1, 2)},
+        {TAG: "x"},
+        {1: "x"},
+        [Name("n")],
+        list(range(SMALL_ITEMS + 1)),
+        {"a": [[0] * (SMALL_ITEMS // 2)] * 3},  # the budget counts nested items too
+    ):
+        assert not _small_plain(refused), refused
+
+
+def test_a_small_list_that_holds_itself_is_refused() -> None:
+    loop: list[Any] = [1]
+    loop.append(loop)
+    assert not _small_plain(loop)
+
+
+@settings(max_examples=200, deadline=None)
+@given(tree)
+def test_small_values_store_the_same_bytes_either_way(value: Any) -> None:
+    try:
+        expected = _walked(value)
+    except Exception as exc:  # the walk refuses it: so does the fast path
+        with pytest.raises(type(exc)):
+            JsonPlusSerializer().dumps(value)
+        return
+    assert JsonPlusSerializer().dumps(value) == expected
