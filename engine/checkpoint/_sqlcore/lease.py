@@ -32,7 +32,7 @@ def acquire(
     (None when the row was released between the two statements: try again).
 
     The take and the read of the row are sent together, so a take is one round
-    trip whether or not another holder has the lease.
+    trip whether or not another holder has the lease (it commits in it).
     """
     seconds = check_seconds(seconds)
     yield from _commit_early(d)
@@ -54,24 +54,36 @@ def acquire_and_read(
     now: datetime,
 ) -> Op[tuple[ThreadLease | None, CheckpointTuple | None]]:
     """:func:`acquire` and, when the lease is this holder's, the checkpoint
-    ``config`` addresses, in one transaction: the take, the lease row and the
-    checkpoint row go in one round trip, its values and writes in a second. When
-    another holder's lease runs nothing more is read (the tuple is None).
+    ``config`` addresses, in one transaction: the take and the checkpoint row
+    go in one round trip, its values and writes in a second. When another
+    holder's lease runs, its lease row is read instead (the tuple is None).
     """
     seconds = check_seconds(seconds)
     thread_id, checkpoint_ns = lease_key_of(config)
     yield from _commit_early(d)
-    taken, row, checkpoint_rows = yield (
+    read = reads.checkpoint_row(d, config, now)
+    taken, checkpoint_rows = yield (
         Stmt(
             d["lease_acquire"], (thread_id, checkpoint_ns, holder, seconds), fetch=True
         ),
-        Stmt(d["lease_get"], (thread_id, checkpoint_ns), fetch=True),
-        reads.checkpoint_row(d, config, now),
+        read,
     )
-    taken_lease = _lease_of(thread_id, checkpoint_ns, taken or row)
-    if taken_lease is None or taken_lease.holder != holder:
-        return taken_lease, None
-    return taken_lease, (yield from reads.tuple_of_row(d, serde, checkpoint_rows))
+    if not taken:  # another holder's lease runs: who, and until when
+        return (yield from _holder(d, thread_id, checkpoint_ns)), None
+    taken_lease = _lease_of(thread_id, checkpoint_ns, taken)
+    tuple_ = yield from reads.tuple_of_row(
+        d, serde, checkpoint_rows, newest=reads.reads_newest(config)
+    )
+    return taken_lease, tuple_
+
+
+def _holder(
+    d: SqlDialect, thread_id: str, checkpoint_ns: str
+) -> Op[ThreadLease | None]:
+    """The lease row after a take that did not take it: another holder's (None
+    when it was released in between: the caller tries again)."""
+    row = yield Stmt(d["lease_get"], (thread_id, checkpoint_ns), fetch=True, last=True)
+    return _lease_of(thread_id, checkpoint_ns, row)
 
 
 def _lease_of(thread_id: str, checkpoint_ns: str, rows: Rows) -> ThreadLease | None:

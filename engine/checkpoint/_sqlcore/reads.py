@@ -75,7 +75,13 @@ def get_tuple(
 ) -> Op[CheckpointTuple | None]:
     """The checkpoint ``config`` addresses (the newest when it names no id)."""
     rows: Rows = yield checkpoint_row(d, config, now)
-    return (yield from tuple_of_row(d, serde, rows))
+    return (yield from tuple_of_row(d, serde, rows, newest=reads_newest(config)))
+
+
+def reads_newest(config: RunnableConfig) -> bool:
+    """Whether :func:`checkpoint_row` reads the newest checkpoint of its
+    namespace (``config`` names no checkpoint id)."""
+    return config.get("configurable", {}).get(CONFIG_KEY_CHECKPOINT_ID) is None
 
 
 def checkpoint_row(d: SqlDialect, config: RunnableConfig, now: datetime) -> Stmt:
@@ -92,12 +98,13 @@ def checkpoint_row(d: SqlDialect, config: RunnableConfig, now: datetime) -> Stmt
 
 
 def tuple_of_row(
-    d: SqlDialect, serde: SerializerProtocol, rows: Rows
+    d: SqlDialect, serde: SerializerProtocol, rows: Rows, *, newest: bool = False
 ) -> Op[CheckpointTuple | None]:
-    """What :func:`checkpoint_row` read, as a full tuple (None: no such checkpoint)."""
+    """What :func:`checkpoint_row` read, as a full tuple (None: no such
+    checkpoint); ``newest``: it is its namespace's newest (see :func:`load_tuples`)."""
     if not rows:
         return None
-    loaded = yield from load_tuples(d, serde, rows)
+    loaded = yield from load_tuples(d, serde, rows, newest=newest)
     return loaded[0]
 
 
@@ -248,10 +255,18 @@ def load_tuples(
     serde: SerializerProtocol,
     rows: Rows,
     metadata: Sequence[CheckpointMetadata] | None = None,
+    *,
+    newest: bool = False,
 ) -> Op[list[CheckpointTuple]]:
     """Checkpoint rows (``_SELECT_CHECKPOINT``) -> full tuples, in one batch of
-    two statements: the channel values, the pending writes. That batch is the
-    operation's last (a driver commits in its round trip)."""
+    statements: the channel values, the pending writes (in the writes table
+    and in a child's row). That batch is the operation's last (a driver
+    commits in its round trip).
+
+    ``newest``: the rows are the newest of their namespace, read in this
+    transaction, so no child row can hold their writes (a child sorts after
+    its parent): that lookup is left out.
+    """
     checkpoints: list[Checkpoint] = []
     blob_keys: set[_BlobKey] = set()
     for row in rows:
@@ -263,20 +278,22 @@ def load_tuples(
             if channel not in inline:
                 blob_keys.add((thread_id, ns, channel, str(version)))
     keys_param = d.keys_param(sorted({(row[0], row[1], row[2]) for row in rows}), 3)
-    writes_stmts = (  # the operation's last: get_tuple's, a page's
-        Stmt(d["writes_for_checkpoints"], keys_param, fetch=True),
-        Stmt(d["child_writes_for_checkpoints"], keys_param, fetch=True, last=True),
+    writes_stmts: tuple[Stmt, ...] = (  # the operation's last: get_tuple's, a page's
+        Stmt(d["writes_for_checkpoints"], keys_param, fetch=True, last=newest),
     )
-    blob_rows: Rows = []
-    write_rows: Rows
-    child_rows: Rows
+    if not newest:
+        writes_stmts += (
+            Stmt(d["child_writes_for_checkpoints"], keys_param, fetch=True, last=True),
+        )
     if blob_keys:
         blobs_stmt = Stmt(
             d["blobs_for_keys"], d.keys_param(sorted(blob_keys), 4), fetch=True
         )
-        blob_rows, write_rows, child_rows = yield (blobs_stmt, *writes_stmts)
+        blob_rows, write_rows, *child = yield (blobs_stmt, *writes_stmts)
     else:
-        write_rows, child_rows = yield writes_stmts
+        blob_rows = []
+        write_rows, *child = yield writes_stmts
+    child_rows: Rows = child[0] if child else []
     blobs: dict[_BlobKey, BlobRecord] = {
         (b[0], b[1], b[2], b[3]): BlobRecord(
             b[4], b[5], bytes(b[6]), b[7], b[8], b[9], b[10], b[11]
