@@ -5,7 +5,8 @@ trips to save), so the read of the thread's head carries no statement it does
 not need: the lease's row is read only when another holder's lease runs (the
 take returns the row it wrote), and the writes a child row may keep for its
 parent are not looked up for the namespace's newest checkpoint (it has no
-child).
+child). A step's save reads its fence (the lease's holder, the thread's head)
+in one statement.
 """
 
 from __future__ import annotations
@@ -67,5 +68,8 @@ def test_a_resume_reads_the_head_in_the_lease_take_transaction_only(
     assert not any(s.startswith("SELECT holder") for s in read)  # RETURNING told
     assert not any("parent_writes" in s for s in read)  # the head has no child
     assert len(read) == 6, read  # BEGIN, take, head, values, writes, COMMIT
+    # the save's fence: the lease's holder and the thread's head in one statement
+    assert save[1].startswith("SELECT (SELECT holder FROM engine_thread_leases")
+    assert sum(s.startswith("SELECT") for s in save) == 1, save
     assert save[-2].startswith("DELETE FROM engine_thread_leases")  # released with it
     assert save[-1] == "COMMIT"

@@ -368,12 +368,20 @@ def _store(
             yield Stmt(d.expect_head, (first.thread_id, first.ns, first.expected))
             checked_first = True
     # What stored rows must tell, asked in one batch: the heads (where Python
-    # compares them) and the chain bookkeeping of delta bases older than the batch.
-    heads_at: dict[tuple[str, str], int] = {}
+    # compares them; the answer's row and column) and the chain bookkeeping of
+    # delta bases older than the batch.
+    heads_at: dict[tuple[str, str], tuple[int, int]] = {}
     if fenced and not db_checks:
-        for place in sorted({(e.thread_id, e.ns) for e in fenced}):
-            heads_at[place] = len(asks)
-            asks.append(Stmt(d["head"], place, fetch=True))
+        places = sorted({(e.thread_id, e.ns) for e in fenced})
+        both = d.sql.get("lease_holder_and_head")
+        if both is not None and len(asks) == 1 and [leases[0][:2]] == places:
+            # A run's step: its one lease and its one head, in one statement.
+            asks[0] = Stmt(both, (*places[0], *places[0]), fetch=True)
+            heads_at[places[0]] = (0, 1)
+        else:
+            for place in places:
+                heads_at[place] = (len(asks), 0)
+                asks.append(Stmt(d["head"], place, fetch=True))
     made: set[_BlobKey] = set()
     older: set[_BlobKey] = set()
     records: dict[_BlobKey, BlobRecord] = {}
@@ -399,8 +407,8 @@ def _store(
             if not answers[at] or answers[at][0][0] != holder:
                 raise lease_lost(thread_id, ns, holder)
     heads: dict[tuple[str, str], str | None] = {
-        key: (answers[at][0][0] if answers[at] else None)
-        for key, at in heads_at.items()
+        key: (answers[at][0][column] if answers[at] else None)
+        for key, (at, column) in heads_at.items()
     }
     if bases_at >= 0:
         for r in answers[bases_at]:

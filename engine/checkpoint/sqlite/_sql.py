@@ -141,10 +141,18 @@ LEASE_STATEMENTS = {
         "SELECT holder, expires_at FROM engine_thread_leases "
         "WHERE thread_id = %s AND checkpoint_ns = %s"
     ),
+    "lease_holder_and_head": (
+        "SELECT (SELECT holder FROM engine_thread_leases "
+        "WHERE thread_id = %s AND checkpoint_ns = %s), "
+        "(SELECT checkpoint_id FROM engine_checkpoints "
+        "WHERE thread_id = %s AND checkpoint_ns = %s "
+        "ORDER BY checkpoint_id DESC LIMIT 1)"
+    ),
 }
 """Thread-lease statements (``engine.checkpoint._sqlcore.lease``). A fenced save
 reads ``lease_get`` inside its ``BEGIN IMMEDIATE`` transaction, which no
-takeover can interleave with."""
+takeover can interleave with; a run's step, fenced by its lease and on its
+thread's head, reads both in one statement (``lease_holder_and_head``)."""
 
 
 def _keys(width: int) -> str:
