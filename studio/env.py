@@ -13,7 +13,13 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
-__all__ = ("database_from_url", "env_bool", "env_list", "is_postgres_url")
+__all__ = (
+    "database_from_url",
+    "env_bool",
+    "env_list",
+    "is_postgres_url",
+    "postgres_pool_options",
+)
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})
@@ -46,6 +52,23 @@ def env_list(
 
 def is_postgres_url(url: str) -> bool:
     return urlsplit(url).scheme in _POSTGRES_SCHEMES
+
+
+def postgres_pool_options(max_size: int) -> dict[str, Any]:
+    """Django's Postgres connection pool (``OPTIONS["pool"]``) for the studio.
+
+    A connection is checked as it is lent (one empty query): after a Postgres
+    restart every idle connection is dead, and without the check the first
+    request on each answered 500.
+    """
+    from psycopg_pool import ConnectionPool  # noqa: PLC0415 (Postgres only)
+
+    return {
+        "min_size": 1,
+        "max_size": max_size,
+        "timeout": 20,
+        "check": ConnectionPool.check_connection,
+    }
 
 
 def database_from_url(url: str, *, base_dir: Path) -> dict[str, Any]:

@@ -23,7 +23,13 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
-from studio.env import database_from_url, env_bool, env_list, is_postgres_url
+from studio.env import (
+    database_from_url,
+    env_bool,
+    env_list,
+    is_postgres_url,
+    postgres_pool_options,
+)
 from studio.observability.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -113,15 +119,11 @@ if is_postgres_url(DATABASE_URL):
     # (CONN_MAX_AGE) is never reused and lingers until the garbage collector finds
     # it, and under load Postgres ran out of connections. Django's pool lends each
     # request (and each read of a streaming response) a connection and takes it
-    # back; STUDIO_DB_POOL_SIZE is the most one process holds.
+    # back; STUDIO_DB_POOL_SIZE is the most one process holds. Connections are
+    # checked as they are lent (``postgres_pool_options``).
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"]["OPTIONS"].setdefault(
-        "pool",
-        {
-            "min_size": 1,
-            "max_size": int(os.environ.get("STUDIO_DB_POOL_SIZE", "10")),
-            "timeout": 20,
-        },
+        "pool", postgres_pool_options(int(os.environ.get("STUDIO_DB_POOL_SIZE", "10")))
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
