@@ -129,6 +129,26 @@ def _with_id(message: Any) -> Any:
     return message
 
 
+def _with_ids(messages: list[Any]) -> tuple[list[Any], list[Any]]:
+    """The messages, each with an id (:func:`_with_id`), and their ids.
+
+    The history a reducer receives is long and already has its ids, so it is
+    read in one pass per kind (dicts, or message objects) instead of one call
+    per message; any message without an id falls back to :func:`_with_id`.
+    """
+    kinds = set(map(type, messages))
+    if kinds == {dict}:
+        ids = [message.get("id") for message in messages]
+    elif dict not in kinds:
+        ids = [getattr(message, "id", None) for message in messages]
+    else:
+        ids = [None]
+    if None in ids:
+        messages = [_with_id(m) for m in messages]
+        ids = [_get_id(m) for m in messages]
+    return messages, ids
+
+
 def _is_remove(message: Any) -> bool:
     if isinstance(message, dict):
         return message.get("type") == "remove"
@@ -204,10 +224,10 @@ def add_messages(left: Any = None, right: Any = None, **kwargs: Any) -> Any:
 def _merge(left: Any, right: Any, *, format: str | None = None) -> list[Any]:
     lc = _lc()
     if lc is not None:
-        left_list = [_with_id(m) for m in _to_lc(lc, _as_list(left))]
+        left_list, left_ids = _with_ids(_to_lc(lc, _as_list(left)))
         right_list = [_with_id(m) for m in _to_lc(lc, _as_list(right))]
     else:
-        left_list = [_with_id(_coerce(m)) for m in _as_list(left)]
+        left_list, left_ids = _with_ids([_coerce(m) for m in _as_list(left)])
         right_list = [_with_id(_coerce(m)) for m in _as_list(right)]
     if any(_is_remove(m) and _get_id(m) == REMOVE_ALL_MESSAGES for m in right_list):
         last = max(
@@ -220,7 +240,7 @@ def _merge(left: Any, right: Any, *, format: str | None = None) -> list[Any]:
         return [m for m in right_list[last + 1 :] if not _is_remove(m)]
     if not right_list:
         return _formatted(left_list, format)
-    index = {_get_id(m): i for i, m in enumerate(left_list)}
+    index = dict(zip(left_ids, range(len(left_ids)), strict=True))
     merged = list(left_list)
     removed: set[Any] = set()
     appended: list[Any] = []

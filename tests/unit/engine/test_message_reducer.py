@@ -370,3 +370,30 @@ def test_push_message_needs_an_id() -> None:
 
     with pytest.raises(ValueError, match="id"):
         builder.compile().invoke({"messages": []})
+
+
+def test_a_history_message_without_an_id_gets_one_and_can_be_replaced() -> None:
+    """The history is read a kind at a time; one message without an id falls
+    back to giving each message its id, as before."""
+    history = [msg("user", "hi", "1"), msg("assistant", "no id"), msg("user", "x", "3")]
+
+    merged = add_messages(history, [msg("user", "again", "3")])
+
+    assert [m["content"] for m in merged] == ["hi", "no id", "again"]
+    assert uuid.UUID(merged[1]["id"])
+    assert "id" not in history[1]  # the caller's dict is left as it was
+
+
+@pytest.mark.usefixtures("with_langchain")
+def test_a_history_of_dicts_and_objects_is_merged_by_id() -> None:
+    history = [
+        lc.HumanMessage(content="hi", id="1"),
+        {"role": "assistant", "content": "hello", "id": "2"},
+    ]
+
+    merged = add_messages(history, [lc.AIMessage(content="hello again", id="2")])
+
+    assert [(type(m).__name__, m.content, m.id) for m in merged] == [
+        ("HumanMessage", "hi", "1"),
+        ("AIMessage", "hello again", "2"),
+    ]
