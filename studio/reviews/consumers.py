@@ -4,10 +4,18 @@ Thin (STYLE.md 7): check the session is a reviewer's (else close 4401 / 4403),
 join the ``reviews`` group, and on every ``reviews.changed`` send the badge
 fragment (and, with ``?view=queue``, the queue table) rendered for this user.
 Fragments carry the ids they replace; the htmx ws extension swaps them.
+
+While the channel layer is down (Redis away: ``RedisLayer.down``) the socket
+still opens and shows the queue; notifications are lost meanwhile, so it sends
+the state again every :data:`CATCH_UP_SECONDS`, and once when the layer is back
+(the layer joins the group again by itself).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -21,12 +29,17 @@ from studio.services.access import review_levels
 
 __all__ = ("ReviewsConsumer",)
 
+log = logging.getLogger(__name__)
+
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
+CATCH_UP_SECONDS = 5.0
+"""While the channel layer is down, how often a socket sends the state again."""
 
 
 class ReviewsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
     joined = False
+    catch_up: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -43,13 +56,33 @@ class ReviewsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
             key: query.get(key, [""])[0][:200]
             for key in ("vendor", "category", "level")
         }
-        await self.channel_layer.group_add(REVIEWS_GROUP, self.channel_name)
         self.joined = True
+        try:
+            await self.channel_layer.group_add(REVIEWS_GROUP, self.channel_name)
+        except Exception:  # Redis is away: the state is sent again meanwhile
+            log.warning("review socket: the channel layer is unreachable")
         await self._send_state()
+        self.catch_up = asyncio.create_task(self._catch_up())
 
     async def disconnect(self, code: int) -> None:
+        if self.catch_up is not None:
+            self.catch_up.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.catch_up
         if self.joined:
-            await self.channel_layer.group_discard(REVIEWS_GROUP, self.channel_name)
+            with contextlib.suppress(Exception):  # Redis is away: nothing to leave
+                await self.channel_layer.group_discard(REVIEWS_GROUP, self.channel_name)
+
+    async def _catch_up(self) -> None:
+        """Send the state every few seconds while the layer is down, and once
+        when it is back (what changed meanwhile was never announced)."""
+        was_down = False
+        while True:
+            await asyncio.sleep(CATCH_UP_SECONDS)
+            down = bool(getattr(self.channel_layer, "down", False))
+            if down or was_down:
+                await self._send_state()
+            was_down = down
 
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None

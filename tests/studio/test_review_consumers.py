@@ -8,7 +8,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
-from django.test import Client
+from django.test import Client, override_settings
 
 from studio.asgi import application
 from studio.reviews.consumers import CLOSE_FORBIDDEN, CLOSE_UNAUTHENTICATED
@@ -94,3 +94,39 @@ async def test_an_anonymous_socket_is_closed_with_4401() -> None:
     closing = await socket.receive_output()
 
     assert closing["code"] == CLOSE_UNAUTHENTICATED
+
+
+DEAD_REDIS = {
+    "default": {
+        "BACKEND": "studio.layers.RedisLayer",
+        "CONFIG": {"hosts": ["redis://127.0.0.1:1/0"]},  # nothing listens there
+    }
+}
+
+
+async def test_the_queue_opens_and_catches_up_while_redis_is_down(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A reviewer's socket opens while the channel layer cannot reach Redis (it
+    used to fail the handshake), shows the queue, and sends it again while the
+    layer is down, so a purchase made meanwhile shows up without a reload."""
+    monkeypatch.setattr("studio.reviews.consumers.CATCH_UP_SECONDS", 0.2)
+    cookie = await _cookie("rex", "reviewers")
+    await sync_to_async(member)("rita")
+    with override_settings(CHANNEL_LAYERS=DEAD_REDIS):
+        socket = WebsocketCommunicator(
+            application,
+            "/ws/reviews/?view=queue",
+            headers=[ORIGIN, (b"cookie", cookie)],
+        )
+        connected, _ = await socket.connect()
+        assert connected
+        assert _badge(await socket.receive_from(timeout=3)) == 0
+
+        await _purchase("rita", "PO-OUTAGE")
+        for _ in range(20):  # the notification is lost; a catch-up send is not
+            html = await socket.receive_from(timeout=3)
+            if _badge(html) == 1:
+                break
+        assert _badge(html) == 1 and "PO-OUTAGE" in html
+        await socket.disconnect()
