@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
@@ -16,8 +17,12 @@ __all__ = ("BranchSpec", "branch_channel")
 
 
 def branch_channel(node: str) -> str:
-    """The trigger channel of a node: writing it schedules the node next step."""
-    return f"branch:to:{node}"
+    """The trigger channel of a node: writing it schedules the node next step.
+
+    Interned: a route writes it every step and savers keep the name with each
+    step's writes, so one string per node instead of one per step.
+    """
+    return sys.intern(f"branch:to:{node}")
 
 
 def _literal_ends(path: Callable[..., Any]) -> dict[Hashable, str] | None:
