@@ -348,14 +348,28 @@ def _store(
     # Thread leases first: a save of a run that lost its thread stores nothing.
     leases = sorted({(e.thread_id, *e.lease) for e in entries if e.lease is not None})
     lease_check = d.sql.get("lease_check")
+    threads = sorted({e.thread_id for e in fenced})
+    # A run's step (Postgres): its one lease and its head checked in one
+    # statement, the lease first (a run that lost it is told so, not of a fork).
+    both = d.sql.get("lease_check_and_head")
+    together = (
+        both is not None
+        and db_checks
+        and bool(fenced)
+        and fenced[0] is first
+        and threads == [first.thread_id]
+        and len(leases) == 1
+        and leases[0][0] == first.thread_id
+    )
     leases_at = len(asks)
     for held in leases:
+        if together:
+            continue  # sent with the head check below
         if lease_check is not None:  # fails the transaction (Postgres)
             yield Stmt(lease_check, held)
         else:  # compared below, under the write lock (SQLite)
             asks.append(Stmt(d["lease_get"], held[:2], fetch=True))
     if fenced:
-        threads = sorted({e.thread_id for e in fenced})
         if d.lock_thread is not None and not (
             db_checks and fenced[0] is first and threads == [first.thread_id]
         ):
@@ -365,7 +379,12 @@ def _store(
                 yield Stmt(d.lock_thread, (thread_id,))
         if db_checks and fenced[0] is first:
             assert d.expect_head is not None
-            yield Stmt(d.expect_head, (first.thread_id, first.ns, first.expected))
+            if together:
+                assert both is not None
+                at_head = (first.thread_id, first.ns, first.expected)
+                yield Stmt(both, (*leases[0], *at_head))
+            else:
+                yield Stmt(d.expect_head, (first.thread_id, first.ns, first.expected))
             checked_first = True
     # What stored rows must tell, asked in one batch: the heads (where Python
     # compares them; the answer's row and column) and the chain bookkeeping of

@@ -279,6 +279,12 @@ LEASE_STATEMENTS = {
         "WHERE thread_id = %s AND checkpoint_ns = %s"
     ),
     "lease_check": "SELECT engine_thread_lease_check(%s, %s, %s)",
+    # A run's step: the lease checked first, then the head (a select list is
+    # evaluated in order, and the first function that raises ends it).
+    "lease_check_and_head": (
+        "SELECT engine_thread_lease_check(%s, %s, %s), "
+        "engine_checkpoint_expect_head(%s, %s, %s)"
+    ),
     # A lease change lost in a database crash is harmless (a lost take makes the
     # run's saves refused, a lost renewal or release ends at expiry), so its
     # commit does not wait for the WAL flush.

@@ -1,0 +1,113 @@
+"""What a run's saves send Postgres: one fence statement per step.
+
+Each statement costs psycopg's Python work even inside a pipeline, so a run's
+step checks its thread lease and the thread's head in one statement (both
+server functions in one select list, the lease first), and a resumed run
+takes its lease without reading the lease row back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, TypedDict
+
+import psycopg
+import pytest
+
+from engine.checkpoint.postgres import PostgresSaver
+from engine.errors import ThreadLeaseLostError
+from engine.graph import END, START, StateGraph
+from tests._support.postgres import fresh_database, pg_dsn
+
+pytestmark = pytest.mark.postgres
+
+
+class LoopState(TypedDict):
+    n: int
+    limit: int
+
+
+def _tick(state: LoopState) -> dict[str, Any]:
+    return {"n": state["n"] + 1}
+
+
+def _route(state: LoopState) -> str:
+    return "tick" if state["n"] < state["limit"] else END
+
+
+@pytest.fixture
+def saver() -> Iterator[PostgresSaver]:
+    with (
+        fresh_database(pg_dsn()) as dsn,
+        PostgresSaver.from_conn_string(dsn) as made,
+    ):
+        made.setup()
+        yield made
+
+
+def test_each_step_sends_one_fence_statement(
+    saver: PostgresSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builder = StateGraph(LoopState)
+    builder.add_node("tick", _tick)
+    builder.add_edge(START, "tick")
+    builder.add_conditional_edges("tick", _route)
+    graph = builder.compile(checkpointer=saver)
+    sent: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def recorded(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return execute(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", recorded)
+    out = graph.invoke(
+        {"n": 0, "limit": 5},
+        {"configurable": {"thread_id": "t"}},
+        durability="sync",
+    )
+
+    assert out["n"] == 5
+    both = [s for s in sent if "engine_checkpoint_expect_head" in s]
+    alone = [s for s in sent if "engine_thread_lease_check" in s and s not in both]
+    saved = list(saver.list({"configurable": {"thread_id": "t"}}))
+    assert len(both) == len(saved)  # every checkpoint of the run, each fenced
+    assert all("engine_thread_lease_check" in s for s in both)
+    assert alone == []
+    assert not any(s.startswith("SELECT holder") for s in sent)  # taken: RETURNING
+
+
+def test_a_save_after_losing_the_lease_is_refused_as_such(saver: PostgresSaver) -> None:
+    """The lease is checked before the head in the shared statement: a run
+    that lost its thread is told so, even when the head moved on too."""
+    builder = StateGraph(LoopState)
+    builder.add_node("tick", _tick)
+    builder.add_edge(START, "tick")
+    builder.add_conditional_edges("tick", _route)
+    graph = builder.compile(checkpointer=saver)
+    config: Any = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"n": 0, "limit": 1}, config)
+
+    def steal(state: LoopState) -> dict[str, Any]:
+        # another process takes the thread over and moves its head meanwhile
+        with saver._connection() as conn:
+            conn.execute(
+                "UPDATE engine_thread_leases SET holder = 'other', "
+                "expires_at = clock_timestamp() + interval '1 minute'"
+            )
+        saver.put(
+            saver.get_tuple(config).config,  # type: ignore[union-attr]
+            {**saver.get_tuple(config).checkpoint, "id": "1f" + "0" * 34},  # type: ignore[union-attr]
+            {"source": "update", "step": 99, "parents": {}},
+            {},
+        )
+        return _tick(state)
+
+    stolen = StateGraph(LoopState)
+    stolen.add_node("tick", steal)
+    stolen.add_edge(START, "tick")
+    stolen.add_conditional_edges("tick", _route)
+    with pytest.raises(ThreadLeaseLostError):
+        stolen.compile(checkpointer=saver).invoke(
+            {"n": 0, "limit": 3}, config, durability="sync"
+        )
