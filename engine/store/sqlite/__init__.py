@@ -129,8 +129,14 @@ class SqliteStore(BaseStore):
             yield store
         finally:
             store.stop_ttl_sweeper()
-            with store.lock:  # a call of another thread finishes first
-                conn.close()
+            store.close()
+
+    def close(self) -> None:
+        """Close the connection once no call of another thread is using it
+        (``SqliteSaver.close`` says why); a call made after this raises
+        ``sqlite3.ProgrammingError``."""
+        with self.lock:
+            self.conn.close()
 
     def setup(self) -> None:
         """Create or upgrade the tables (optional: the first call does it)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable
-from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from engine.store._sweeper import AsyncTTLSweeper, sweep_interval
@@ -70,16 +70,18 @@ class AsyncSqliteStore(AsyncBatchedBaseStore):
         from engine.checkpoint.sqlite import connect  # noqa: PLC0415
 
         conn = await asyncio.to_thread(connect, conn_string)
-        lock = None
         try:
             store = cls(conn, index=index, ttl=ttl)
-            lock = store.sync.lock
-            try:
-                yield store
-            finally:
-                await store.stop_ttl_sweeper()
+        except BaseException:
+            await asyncio.to_thread(conn.close)
+            raise
+        try:
+            yield store
         finally:
-            await asyncio.to_thread(_close, conn, lock)
+            try:
+                await store.stop_ttl_sweeper()
+            finally:
+                await asyncio.to_thread(store.sync.close)
 
     async def setup(self) -> None:
         """Create or upgrade the tables (optional: the first call does it)."""
@@ -109,9 +111,3 @@ class AsyncSqliteStore(AsyncBatchedBaseStore):
     async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
         """Stop the sweeper; whether it stopped within ``timeout`` seconds (None: wait)."""
         return await self._sweeper.stop(timeout)
-
-
-def _close(conn: sqlite3.Connection, lock: AbstractContextManager[Any] | None) -> None:
-    """Close ``conn`` once a call of another thread holding ``lock`` is done."""
-    with lock or nullcontext():
-        conn.close()
