@@ -48,13 +48,14 @@ from django.db.models import (
 from django.utils import timezone
 
 from studio import titles
-from studio.errors import CheckpointNotFound, Conflict, InvalidInput, ThreadNotFound
+from studio.errors import Conflict, InvalidInput, ThreadNotFound
 from studio.models import AuditEntry, ReviewRequest, Run, RunEvent, Thread
 from studio.observability import observer, tracing
 from studio.reviews import audit
 from studio.reviews.governance import GovernedWrite, governance_for
 from studio.services import run_log
 from studio.services.access import can_change, can_see, writable_thread
+from studio.services.checkpoints import ThreadHistory
 from studio.services.graphs import runnable
 from studio.services.saver import get_saver
 
@@ -233,7 +234,7 @@ def start_run(
             if changes:
                 Thread.objects.filter(pk=thread.pk).update(**changes)
         if checkpoint_id:
-            _require_checkpoint(thread.thread_id, checkpoint_id)
+            _require_checkpoint(thread, checkpoint_id)
         if request_id:
             _refuse_reused_request_id(request_id, thread)
         active = list(Run.objects.filter(thread=thread, status__in=ACTIVE))
@@ -312,19 +313,10 @@ def _refuse_governed_command(
         raise GovernedWrite(reason, thread_id=thread.thread_id)
 
 
-def _require_checkpoint(thread_id: str, checkpoint_id: str) -> None:
+def _require_checkpoint(thread: Thread, checkpoint_id: str) -> None:
     """A run starts from a checkpoint of its own thread: refused when queued (404,
     nothing stored), not later in the worker."""
-    address = {
-        "thread_id": thread_id,
-        "checkpoint_ns": "",
-        "checkpoint_id": checkpoint_id,
-    }
-    if get_saver().get_tuple({"configurable": address}) is None:
-        raise CheckpointNotFound(
-            f"There is no checkpoint {checkpoint_id!r} on thread {thread_id!r}.",
-            checkpoint_id=checkpoint_id,
-        )
+    ThreadHistory(thread).saved(checkpoint_id)  # raises CheckpointNotFound
 
 
 def _next_nodes(graph: str, thread_id: str, checkpoint_id: str) -> tuple[str, ...]:
