@@ -349,18 +349,15 @@ def _store(
     leases = sorted({(e.thread_id, *e.lease) for e in entries if e.lease is not None})
     lease_check = d.sql.get("lease_check")
     threads = sorted({e.thread_id for e in fenced})
-    # A run's step (Postgres): its one lease and its head checked in one
-    # statement, the lease first (a run that lost it is told so, not of a fork).
-    both = d.sql.get("lease_check_and_head")
-    together = (
-        both is not None
-        and db_checks
-        and bool(fenced)
-        and fenced[0] is first
-        and threads == [first.thread_id]
-        and len(leases) == 1
-        and leases[0][0] == first.thread_id
-    )
+    places = sorted({(e.thread_id, e.ns) for e in fenced})
+    # The batch is fenced on one thread's head, its first entry's (where the
+    # database checks the head itself, that needs no thread lock).
+    one_head = bool(fenced) and fenced[0] is first and threads == [first.thread_id]
+    # A run's step (one lease, one head) sends both in one statement: Postgres
+    # checks them, the lease first; SQLite reads them for the checks below.
+    check_both = d.sql.get("lease_check_and_head") if len(leases) == 1 else None
+    read_both = d.sql.get("lease_holder_and_head") if len(leases) == 1 else None
+    together = check_both is not None and db_checks and one_head
     leases_at = len(asks)
     for held in leases:
         if together:
@@ -370,33 +367,28 @@ def _store(
         else:  # compared below, under the write lock (SQLite)
             asks.append(Stmt(d["lease_get"], held[:2], fetch=True))
     if fenced:
-        if d.lock_thread is not None and not (
-            db_checks and fenced[0] is first and threads == [first.thread_id]
-        ):
+        if d.lock_thread is not None and not (db_checks and one_head):
             # Every fenced thread's lock before anything is read, in one order so
             # two batches never wait for each other.
             for thread_id in threads:
                 yield Stmt(d.lock_thread, (thread_id,))
         if db_checks and fenced[0] is first:
             assert d.expect_head is not None
+            at_head = (first.thread_id, first.ns, first.expected)
             if together:
-                assert both is not None
-                at_head = (first.thread_id, first.ns, first.expected)
-                yield Stmt(both, (*leases[0], *at_head))
+                assert check_both is not None
+                yield Stmt(check_both, (*leases[0], *at_head))
             else:
-                yield Stmt(d.expect_head, (first.thread_id, first.ns, first.expected))
+                yield Stmt(d.expect_head, at_head)
             checked_first = True
     # What stored rows must tell, asked in one batch: the heads (where Python
     # compares them; the answer's row and column) and the chain bookkeeping of
     # delta bases older than the batch.
     heads_at: dict[tuple[str, str], tuple[int, int]] = {}
     if fenced and not db_checks:
-        places = sorted({(e.thread_id, e.ns) for e in fenced})
-        both = d.sql.get("lease_holder_and_head")
-        if both is not None and len(asks) == 1 and [leases[0][:2]] == places:
-            # A run's step: its one lease and its one head, in one statement.
-            asks[0] = Stmt(both, (*places[0], *places[0]), fetch=True)
-            heads_at[places[0]] = (0, 1)
+        if read_both is not None and lease_check is None and len(places) == 1:
+            asks[leases_at] = Stmt(read_both, (*leases[0][:2], *places[0]), fetch=True)
+            heads_at[places[0]] = (leases_at, 1)
         else:
             for place in places:
                 heads_at[place] = (len(asks), 0)
