@@ -72,8 +72,8 @@ def compact_structure(
     if not set(map(type, map(checkpoint.__getitem__, scalars))) <= _SCALARS:
         return None
     parts: dict[str, Any] = {"channel_values": nil}
-    value = checkpoint.get("channel_versions")
-    if value is not None or "channel_versions" in checkpoint:
+    if "channel_versions" in checkpoint:
+        value = checkpoint["channel_versions"]
         if type(value) is not dict:
             return None
         names, versions = tuple(value), tuple(value.values())

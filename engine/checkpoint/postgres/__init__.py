@@ -156,7 +156,10 @@ class PostgresSaver(SqlCheckpointSaver):
             **kwargs: constructor arguments (``serde``, ``default_ttl``).
         """
         if pipeline:
-            held: list[threading.Lock] = []
+            # The saver's lock is taken before the pipeline and the connection
+            # close, and given back after: a call of another thread (a lease
+            # renewal) ends first.
+            locked: threading.Lock | None = None
             try:
                 with (
                     Connection.connect(conn_string, autocommit=True) as conn,
@@ -165,12 +168,12 @@ class PostgresSaver(SqlCheckpointSaver):
                     saver = cls(conn, pipe, **kwargs)
                     try:
                         yield saver
-                    finally:  # a call of another thread (a lease renewal) ends first
+                    finally:
                         saver.lock.acquire()
-                        held.append(saver.lock)
+                        locked = saver.lock
             finally:
-                for lock in held:
-                    lock.release()
+                if locked is not None:
+                    locked.release()
             return
         with _postgres.open_pool(conn_string, max_size=max_size) as pool:
             yield cls(pool, **kwargs)
