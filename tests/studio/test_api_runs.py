@@ -179,6 +179,18 @@ def new_thread(owner: User, graph: str = "") -> str:
     return Thread.objects.create(owner=owner, graph=graph).thread_id
 
 
+def finished_steps_run(client: Client, owner: User, text: str) -> str:
+    """A thread whose ``steps`` run, queued through the API, has finished."""
+    thread_id = new_thread(owner)
+    post(
+        client,
+        f"/threads/{thread_id}/runs",
+        {"assistant_id": "steps", "input": {"text": text}},
+    )
+    drain()
+    return thread_id
+
+
 def waiting_purchase(client: Client, request_id: str = "PO-1", **input: Any) -> str:
     """A purchase paused at ``human_review``, started through the API: its thread."""
     response = post(
@@ -1174,13 +1186,7 @@ def test_stateless_run_refuses_a_checkpoint(client_of: Client) -> None:
 def test_a_run_from_a_past_checkpoint_forks_the_thread(
     client_of: Client, rita: User
 ) -> None:
-    thread_id = new_thread(rita)
-    post(
-        client_of,
-        f"/threads/{thread_id}/runs",
-        {"assistant_id": "steps", "input": {"text": "x"}},
-    )
-    drain()
+    thread_id = finished_steps_run(client_of, rita, "x")
     after_a = next(
         s for s in checkpoints("steps", thread_id) if s.next == ("b",)
     ).config["configurable"]["checkpoint_id"]
@@ -1209,13 +1215,7 @@ def test_a_run_from_a_past_checkpoint_forks_the_thread(
 def test_a_run_from_a_checkpoint_of_another_thread_is_404_and_queues_nothing(
     client_of: Client, rita: User
 ) -> None:
-    other = new_thread(rita)
-    post(
-        client_of,
-        f"/threads/{other}/runs",
-        {"assistant_id": "steps", "input": {"text": "o"}},
-    )
-    drain()
+    other = finished_steps_run(client_of, rita, "o")
     foreign = checkpoints("steps", other)[0].config["configurable"]["checkpoint_id"]
     thread_id = new_thread(rita)
     queued = Run.objects.count()
