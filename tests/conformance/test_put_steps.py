@@ -430,7 +430,32 @@ def test_postgres_batch_is_one_round_trip_without_delta_lookups() -> None:
 
     assert _round_trips(yielded) == 1
     checks = [s for s in yielded if "engine_checkpoint_expect_head" in s.sql]
-    assert len(checks) == 5  # each entry fenced, in the database
+    # The first entry is checked in the database, which locks the thread; each
+    # later one expects the checkpoint the entry before it inserts, so the head
+    # is known and its check left out. The inserts then go one statement a table.
+    assert [c.params for c in checks] == [("t1", "", root["id"])]
+    inserts = [s for s in yielded if s.sql.lstrip().upper().startswith("INSERT")]
+    assert [s.sql for s in inserts] == [
+        DIALECT["insert_write_keep"],
+        DIALECT["insert_blob"],
+        DIALECT["insert_checkpoint"],
+    ]
+    assert len(inserts[2].many) == 5
+
+
+def test_postgres_batch_checks_in_the_database_an_entry_off_the_chain() -> None:
+    root = make_checkpoint({"n": -1})
+    steps, made = _steps(root, make_config("t1", root["id"]), 3)
+    conf, task_writes, checkpoint, metadata, versions = steps[2]
+    steps[2] = (fenced(conf, root["id"]), task_writes, checkpoint, metadata, versions)
+
+    yielded = _statements(steps)
+
+    checks = [s for s in yielded if "engine_checkpoint_expect_head" in s.sql]
+    assert [c.params[2] for c in checks] == [root["id"], root["id"]]
+    # the entries before it are inserted before the database checks it
+    at = next(i for i, s in enumerate(yielded) if s is checks[1])
+    assert DIALECT["insert_checkpoint"] in [s.sql for s in yielded[:at]]
 
 
 def test_postgres_batch_reads_delta_bases_once() -> None:

@@ -111,3 +111,31 @@ def test_a_save_after_losing_the_lease_is_refused_as_such(saver: PostgresSaver) 
         stolen.compile(checkpointer=saver).invoke(
             {"n": 0, "limit": 3}, config, durability="sync"
         )
+
+
+def test_reading_pending_writes_keeps_no_plan_that_outlives_the_table_size() -> None:
+    # Postgres keeps a prepared statement's generic plan for the connection's
+    # life; chosen while the writes table is nearly empty it scans the table
+    # whole, and goes on doing so as the table grows. The read of a
+    # checkpoint's writes is planned at each run instead (never prepared).
+    with (
+        fresh_database(pg_dsn()) as dsn,
+        psycopg.connect(dsn, autocommit=True) as conn,
+    ):
+        saver = PostgresSaver(conn)
+        saver.setup()
+        builder = StateGraph(LoopState)
+        builder.add_node("tick", _tick)
+        builder.add_edge(START, "tick")
+        builder.add_conditional_edges("tick", _route)
+        graph = builder.compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "t"}}
+        graph.invoke({"n": 0, "limit": 3}, config)
+        for _ in range(12):  # past psycopg's prepare threshold and Postgres' five
+            assert saver.get_tuple(config) is not None
+        prepared = [
+            row[0]
+            for row in conn.execute("SELECT statement FROM pg_prepared_statements")
+        ]
+        assert any("engine_checkpoints" in sql for sql in prepared)  # others are
+        assert not [sql for sql in prepared if "FROM engine_checkpoint_writes" in sql]

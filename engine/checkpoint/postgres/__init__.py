@@ -217,13 +217,16 @@ class PostgresSaver(SqlCheckpointSaver):
         # Every statement is prepared on first use (prepare=True), utility ones
         # never: psycopg mis-tracks a statement that turns prepared inside a
         # pipeline the database then aborts (a fencing conflict does abort it).
+        # The dialect's ``replan`` reads are never prepared: planned at each run.
+        replanned = self.dialect.replanned
+
         def send(stmt: Stmt) -> Cursor[Any]:
             assert conn is not None
             cursor = conn.cursor(row_factory=tuple_row)
             if stmt.many is not None:
                 cursor.executemany(stmt.sql, stmt.many)
             else:
-                cursor.execute(stmt.sql, stmt.params, prepare=True)
+                cursor.execute(stmt.sql, stmt.params, prepare=stmt.sql not in replanned)
             return cursor
 
         def commit() -> None:

@@ -175,13 +175,17 @@ class AsyncPostgresSaver(SqlCheckpointSaver):
                 await held.aclose()
                 raise
 
+        replanned = self.dialect.replanned  # see PostgresSaver._run
+
         async def send(stmt: Stmt) -> AsyncCursor[Any]:
             assert conn is not None
             cursor = conn.cursor(row_factory=tuple_row)
             if stmt.many is not None:
                 await cursor.executemany(stmt.sql, stmt.many)
             else:
-                await cursor.execute(stmt.sql, stmt.params, prepare=True)
+                await cursor.execute(
+                    stmt.sql, stmt.params, prepare=stmt.sql not in replanned
+                )
             return cursor
 
         async def commit() -> None:
