@@ -482,3 +482,26 @@ def test_a_batch_across_a_thread_and_its_copy(saver) -> None:
         assert latest.checkpoint["channel_values"]["log"] == [
             f"item {i}" for i in range(count)
         ]
+
+
+def test_postgres_batch_led_by_writes_checks_its_first_checkpoint_first() -> None:
+    # a resumed run's last batch: the resume's writes, then the step's checkpoint
+    root = make_checkpoint({"n": -1})
+    steps, _ = _steps(root, make_config("t1", root["id"]), 1)
+    writes_only: StepSave = (
+        make_config("t1", root["id"]),
+        [("resume", "~pull, a", [("n", 0)])],
+        None,
+        None,
+        {},
+    )
+
+    yielded = _statements([writes_only, *steps])
+
+    flat = [
+        s for item in yielded for s in (item if isinstance(item, tuple) else [item])
+    ]
+    checks = [s for s in flat if "engine_checkpoint_expect_head" in s.sql]
+    assert [c.params[-1] for c in checks] == [root["id"]]
+    assert flat.index(checks[0]) == 0  # before any insert, no thread lock of its own
+    assert not [s for s in flat if s.sql == DIALECT.lock_thread]

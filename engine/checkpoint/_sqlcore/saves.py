@@ -341,18 +341,22 @@ def _store(
         for e in entries
         if e.checkpoint_id is not None and e.expected is not _UNFENCED
     ]
-    first = entries[0]
     db_checks = d.expect_head is not None
-    checked_first = False
+    # The batch's first checkpoint, when fenced: only writes (which no head
+    # check sees) come before it, so its check can go first.
+    lead = next((e for e in entries if e.checkpoint_id is not None), None)
+    if lead is not None and lead.expected is _UNFENCED:
+        lead = None
+    checked_lead = False
     asks: list[Stmt] = []
     # Thread leases first: a save of a run that lost its thread stores nothing.
     leases = sorted({(e.thread_id, *e.lease) for e in entries if e.lease is not None})
     lease_check = d.sql.get("lease_check")
     threads = sorted({e.thread_id for e in fenced})
     places = sorted({(e.thread_id, e.ns) for e in fenced})
-    # The batch is fenced on one thread's head, its first entry's (where the
-    # database checks the head itself, that needs no thread lock).
-    one_head = bool(fenced) and fenced[0] is first and threads == [first.thread_id]
+    # The batch is fenced on one thread's head, its lead's (where the database
+    # checks the head itself, that needs no thread lock).
+    one_head = lead is not None and threads == [lead.thread_id]
     # A run's step (one lease, one head) sends both in one statement: Postgres
     # checks them, the lease first; SQLite reads them for the checks below.
     check_both = d.sql.get("lease_check_and_head") if len(leases) == 1 else None
@@ -372,15 +376,15 @@ def _store(
             # two batches never wait for each other.
             for thread_id in threads:
                 yield Stmt(d.lock_thread, (thread_id,))
-        if db_checks and fenced[0] is first:
+        if db_checks and lead is not None:
             assert d.expect_head is not None
-            at_head = (first.thread_id, first.ns, first.expected)
+            at_head = (lead.thread_id, lead.ns, lead.expected)
             if together:
                 assert check_both is not None
                 yield Stmt(check_both, (*leases[0], *at_head))
             else:
                 yield Stmt(d.expect_head, at_head)
-            checked_first = True
+            checked_lead = True
     # What stored rows must tell, asked in one batch: the heads (where Python
     # compares them; the answer's row and column) and the chain bookkeeping of
     # delta bases older than the batch.
@@ -451,12 +455,13 @@ def _store(
         blob_rows.clear()
         checkpoint_rows.clear()
 
-    if checked_first:
+    if checked_lead:
         # Checked by the database, which locks the thread until the commit: from
         # there on this transaction knows the head (it moves only by the rows
         # inserted below), so a later entry's check passes for sure when its
         # expected head is that one, and is left out.
-        heads[(first.thread_id, first.ns)] = first.expected
+        assert lead is not None
+        heads[(lead.thread_id, lead.ns)] = lead.expected
     for e in entries:
         place = (e.thread_id, e.ns)
         if e.checkpoint_id is not None and e.expected is not _UNFENCED:
