@@ -176,8 +176,9 @@ _MISSING = object()
 _STR_ONLY = frozenset({str})
 _SHORT: dict[str, Any] = {}
 """Recently packed versions -> their stored form (a step repeats most versions of the
-step before); emptied when it reaches ``_SHORT_MAX`` entries."""
-_SHORT_MAX = 4096
+step before); emptied when it reaches ``_SHORT_MAX`` entries. Kept small: each entry
+holds two strings alive, and only the last few steps' versions come back."""
+_SHORT_MAX = 64
 
 
 def _short_version(version: Any) -> Any:

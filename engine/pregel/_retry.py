@@ -190,6 +190,17 @@ def _discarded(task: PregelExecutableTask, error: BaseException) -> BaseExceptio
     return error
 
 
+def _paused(task: PregelExecutableTask, signal: GraphBubbleUp) -> BaseException:
+    """An attempt a signal ended (an interrupt, a drain): its writes dropped, the
+    signal returned without its traceback. The traceback holds the node's
+    frames, and they the signal (``interrupt()`` keeps it in the task's scope):
+    a reference cycle that would keep the run's state alive until the garbage
+    collector next runs. A signal is control flow: no one reads where it came
+    from."""
+    signal.__traceback__ = None
+    return _discarded(task, signal)
+
+
 def task_timeout(task: PregelExecutableTask) -> TimeoutPolicy | None:
     """The task's timeout: its ``Send``'s when it has one, else its node's."""
     send = task.send
@@ -273,7 +284,7 @@ def _run_task(
             # a subgraph run by this node addressed this graph: it is the node's output
             output = command.command
         except GraphBubbleUp as signal:
-            return _discarded(task, signal)
+            return _paused(task, signal)
         except Exception as exc:
             task.writes.clear()
             delay = _retry_delay(loop, task, policies, attempt, exc)
@@ -421,7 +432,7 @@ async def _arun_task(
         except ParentCommand as command:
             output = command.command
         except GraphBubbleUp as signal:
-            return _discarded(task, signal)
+            return _paused(task, signal)
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if current is not None and current.cancelling():
