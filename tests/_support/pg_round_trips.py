@@ -44,10 +44,9 @@ after which the real start-up packet (still untyped) may follow."""
 
 class ClientMessages:
     """Follows a client's byte stream message by message (across reads of any
-    size) and tells the type of the last message it started."""
+    size), to tell the type of the message a read starts."""
 
     def __init__(self) -> None:
-        self.last: bytes | None = None
         self._untyped = True  # start-up packets carry no type byte
         self._head = b""
         self._left = 0
@@ -76,11 +75,9 @@ class ClientMessages:
             if self._untyped:
                 length = int.from_bytes(head[:4], "big")
                 code = int.from_bytes(head[4:8], "big")
-                self.last = b"startup"
                 self._untyped = code in _REQUESTS
                 self._left = length - 8
             else:
-                self.last = head[:1]
                 self._left = int.from_bytes(head[1:5], "big") - 4
 
 

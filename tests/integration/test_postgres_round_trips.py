@@ -1,8 +1,8 @@
 """Round trips to Postgres per step of a run, counted on the wire (issue 17).
 
-A relay in front of the server counts a round trip each time the client waits
-for the server (``tests/_support/pg_round_trips.py``). A run on a thread costs one round trip to
-take the thread's lease, two to read the thread, one to give the lease back,
+A relay in front of the server counts a round trip each time the client sends
+after it last heard from the server (``tests/_support/pg_round_trips.py``). A
+run on a thread costs one round trip to take the thread's lease, two to read the thread, one to give the lease back,
 and at most one per checkpoint it saves: a step's writes, its values and its
 checkpoint go in one pipeline with their commit. With ``durability="sync"``
 every save is its own round trip; with the default (``"async"``) saves that
@@ -11,6 +11,7 @@ queue up behind a slow commit go together, so a run costs no more, often less.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any, TypedDict
@@ -84,36 +85,49 @@ def relay() -> Iterator[RoundTripRelay]:
         yield counting
 
 
+def _least_trips(relay: RoundTripRelay, call: Callable[[], Any]) -> tuple[int, Any]:
+    """Round trips of ``call``, the least of ``REPEATS`` calls (a count can be
+    too high, never too low: see the relay); its result."""
+    counts = []
+    for _ in range(REPEATS):
+        relay.reset()
+        result = call()
+        counts.append(relay.round_trips)
+    return min(counts), result
+
+
 def _run(relay: RoundTripRelay, thread_id: str, chat: bool = False, **kw: Any) -> int:
     with PostgresSaver.from_conn_string(relay.dsn) as saver:
         saver.setup()
         graph = (_chat() if chat else _loop()).compile(checkpointer=saver)
         config = {"configurable": {"thread_id": thread_id}, "recursion_limit": 60}
         inp: dict[str, Any] = {"n": 0, "limit": STEPS}
-        # a first run grows the connection pool (a connection opened in the middle
-        # of a measured run would be counted: it is not a cost per step)
+        if chat:
+            inp["messages"] = []
+        # a first run warms the connection pool and the saver (first-use work is
+        # no cost per step)
         graph.invoke(
-            {**inp, "messages": []} if chat else inp,
+            inp,
             {**config, "configurable": {"thread_id": f"{thread_id}-warm-up"}},
             **kw,
         )
-        # The least of a few runs: a count can be too high, never too low (see
-        # the relay).
-        trips = []
-        for attempt in (f"{thread_id}-{i}" for i in range(REPEATS)):
-            relay.reset()
+        attempts = itertools.count()
+        runs: list[tuple[str, Any]] = []
+
+        def one_run() -> None:
+            attempt = f"{thread_id}-{next(attempts)}"
             run_config = {**config, "configurable": {"thread_id": attempt}}
-            out = graph.invoke(
-                {**inp, "messages": []} if chat else inp, run_config, **kw
-            )
-            trips.append(relay.round_trips)
+            runs.append((attempt, graph.invoke(inp, run_config, **kw)))
+
+        trips, _ = _least_trips(relay, one_run)
+        for attempt, out in runs:  # read after counting: no part of a run's cost
             assert out["n"] == STEPS
             if chat:
                 assert len(out["messages"]) == STEPS
             assert (
                 len(list(saver.list({"configurable": {"thread_id": attempt}}))) == SAVES
             )
-    return min(trips)
+    return trips
 
 
 def test_sync_durability_costs_one_round_trip_per_saved_step(relay) -> None:
@@ -129,17 +143,6 @@ def test_a_list_grown_a_step_at_a_time_costs_no_extra_round_trip(relay) -> None:
     # the saver knows that row's chain bookkeeping, so it reads nothing back
     assert _run(relay, "chat-sync", chat=True, durability="sync") == SAVES + PER_RUN
     assert _run(relay, "chat-default", chat=True) <= SAVES + PER_RUN
-
-
-def _least_trips(relay: RoundTripRelay, call: Callable[[], Any]) -> tuple[int, Any]:
-    """Round trips of ``call``, the least of ``REPEATS`` calls (a count can be
-    too high, never too low: see the relay); its result."""
-    counts = []
-    for _ in range(REPEATS):
-        relay.reset()
-        result = call()
-        counts.append(relay.round_trips)
-    return min(counts), result
 
 
 def test_reading_a_thread_and_taking_its_lease_cost_what_they_say(relay) -> None:
@@ -209,4 +212,4 @@ def test_client_messages_are_followed_across_reads_of_any_size(chunk) -> None:
             if at:
                 assert seen.opens(data[at:]) is None  # inside a message
             seen.feed(data[at : at + chunk])
-        assert seen.last == kind
+        assert seen.opens(b"S") is not None  # at the next message's start
