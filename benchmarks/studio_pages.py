@@ -182,7 +182,7 @@ def make_thread(user: Any, checkpoints: int) -> Thread:
     from studio.models import Run, RunEvent  # noqa: PLC0415
     from studio.models import Thread as ThreadRow  # noqa: PLC0415
     from studio.services import run_log  # noqa: PLC0415
-    from studio.services.graphs import runnable  # noqa: PLC0415
+    from studio.services.registered_graphs import runnable  # noqa: PLC0415
 
     now = timezone.now()
     thread = ThreadRow.objects.create(graph=GRAPH, owner=user, has_state=True)

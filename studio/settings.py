@@ -227,9 +227,9 @@ LOGGING: dict[str, Any] = logging_config(
 # Graph registry: name -> "package.module:attr" or "path/to/file.py:attr"; the attr is
 # a compiled graph or a callable returning one. See studio/graph_registry.py.
 STUDIO_GRAPHS: dict[str, str] = {
-    "purchase": "studio.graphs.purchase:build",
-    "research": "studio.graphs.research:build",
-    "tool_agent": "studio.graphs.tool_agent:build",
+    "purchase": "studio.demo_graphs.purchase:build",
+    "research": "studio.demo_graphs.research:build",
+    "tool_agent": "studio.demo_graphs.tool_agent:build",
 }
 # A langgraph.json-style file whose "graphs" map is added to (and overrides) the above;
 # its paths are relative to the file's folder. Lets a LangGraph project open as it is.

@@ -6,7 +6,7 @@ declared), as a module-level ``THREAD_TITLE``:
 - a format string over the input's keys, ``"{request_id} from {vendor}"``
   (a missing key formats as nothing); or
 - a callable ``(input: dict) -> str`` for anything a format string cannot say,
-  such as an amount in fen shown in CNY (``studio/graphs/purchase.py``).
+  such as an amount in fen shown in CNY (``studio/demo_graphs/purchase.py``).
 
 Without a declaration, a graph whose input carries ``messages`` (``MessagesState``,
 the tool agent) is titled by the first user message, and any other graph by its

@@ -9,7 +9,7 @@ become fen through :class:`decimal.Decimal`, never through a float.
 with the errors by field, so the view re-renders the form with each error next
 to its field (422) without ``try/except``. A form that passes its own checks is
 then checked against the graph's input schema
-(:class:`studio.graphs.purchase.PurchaseRequest`), whose errors are mapped back
+(:class:`studio.demo_graphs.purchase.PurchaseRequest`), whose errors are mapped back
 to the fields too, so a request the graph would refuse is never queued.
 
 Server-set fields: ``request_id``, ``approval_version`` and ``requester`` come
@@ -29,8 +29,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, ValidationError
 
+from studio.demo_graphs.purchase import PurchaseRequest
 from studio.forms import StrictForm
-from studio.graphs.purchase import PurchaseRequest
 
 __all__ = (
     "ITEM_FIELDS",

@@ -23,8 +23,8 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from studio.demo_graphs.purchase import PurchaseRequest
 from studio.errors import Conflict, Forbidden, InvalidInput, NotFound
-from studio.graphs.purchase import PurchaseRequest
 from studio.models import ApprovalDecision, PurchaseOutbox, ReviewRequest, Run, Thread
 from studio.purchases.forms import BoundPurchase, PurchaseDraft, cny_text
 from studio.reviews import audit

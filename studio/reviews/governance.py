@@ -1,7 +1,7 @@
 """Governed graphs: what only the reviewer console may do, declared once per graph.
 
 A graph's module declares ``GOVERNANCE = Governance(...)`` next to its factory
-(see ``studio/graphs/purchase.py``). For such a graph:
+(see ``studio/demo_graphs/purchase.py``). For such a graph:
 
 - its console interrupts (``console_nodes``) are answered only through the
   decision protocol (``studio.reviews.decisions``): a ``Command(resume=...)``

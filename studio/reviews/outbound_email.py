@@ -1,6 +1,6 @@
 """The tool agent's email side effect, which trusts the decision ledger only.
 
-``send_email`` (``studio/graphs/tool_agent.py``) calls :func:`send_once` with the
+``send_email`` (``studio/demo_graphs/tool_agent.py``) calls :func:`send_once` with the
 call as the model made it. It sends (writes the :class:`~studio.models.OutboundEmail`
 row a mail relay delivers) only when, in the same transaction, the ledger holds
 an approving decision on this thread that names this exact tool call: its id,

@@ -24,8 +24,8 @@ from studio.models import ApprovalDecision, ReviewRequest, Thread
 from studio.reviews.audit import payload_hash
 from studio.reviews.governance import Governance, governance_for
 from studio.services.access import REVIEWER_GROUPS, review_levels
-from studio.services.graphs import runnable
 from studio.services.group_send import group_send
+from studio.services.registered_graphs import runnable
 
 __all__ = (
     "REVIEWS_GROUP",

@@ -44,7 +44,7 @@ from studio.reviews.decisions import decide
 from studio.reviews.governance import governance_for
 from studio.services.access import can_see, visible_thread, writable_thread
 from studio.services.assistants import assistant_id_for, resolve
-from studio.services.graphs import runnable, waiting_nodes
+from studio.services.registered_graphs import runnable, waiting_nodes
 from studio.services.run_log import API_STREAM_MODES
 from studio.services.runs import ACTIVE, cancel_run, start_run
 

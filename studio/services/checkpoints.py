@@ -27,7 +27,7 @@ from engine.types import StateSnapshot
 from studio.errors import CheckpointNotFound, NotFound
 from studio.models import Thread
 from studio.presentation.diff import Kind
-from studio.services.graphs import runnable
+from studio.services.registered_graphs import runnable
 from studio.services.saver import get_saver
 
 __all__ = (

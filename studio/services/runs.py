@@ -56,7 +56,7 @@ from studio.reviews.governance import GovernedWrite, governance_for
 from studio.services import run_log
 from studio.services.access import can_change, can_see, writable_thread
 from studio.services.checkpoints import ThreadHistory
-from studio.services.graphs import runnable
+from studio.services.registered_graphs import runnable
 from studio.services.saver import get_saver
 
 __all__ = (

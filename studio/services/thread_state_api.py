@@ -54,7 +54,7 @@ from studio.reviews import queue as review_queue
 from studio.reviews.governance import GovernedWrite, governance_for
 from studio.services.access import visible_thread, writable_thread
 from studio.services.fork_tree import FORK_ACTION
-from studio.services.graphs import runnable
+from studio.services.registered_graphs import runnable
 from studio.services.runs import ACTIVE
 from studio.services.saver import get_saver
 

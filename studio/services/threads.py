@@ -38,7 +38,7 @@ from studio.presenters import (
     TimelineRow,
     present_changes,
 )
-from studio.services import activity, fork_tree, graphs, waterfall
+from studio.services import activity, fork_tree, registered_graphs, waterfall
 from studio.services.access import can_change, visible_thread, visible_threads
 from studio.services.checkpoints import (
     ThreadHistory,
@@ -521,6 +521,6 @@ def _fields_of(value: Any) -> tuple[KeyValue, ...]:
 def _drawing(graph: str) -> tuple[SafeString | None, str]:
     """The graph's SVG (nodes ``node-<name>``), or why it cannot be drawn."""
     try:
-        return graphs.draw_svg(graph), ""
+        return registered_graphs.draw_svg(graph), ""
     except GraphUnavailable as exc:
         return None, exc.message

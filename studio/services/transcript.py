@@ -24,8 +24,8 @@ from studio.reviews.governance import governance_for
 from studio.reviews.queue import waiting_review
 from studio.services.access import visible_thread
 from studio.services.activity import stream_dom_id
-from studio.services.graphs import runnable
 from studio.services.model_tokens import TOKEN, streaming_text
+from studio.services.registered_graphs import runnable
 
 __all__ = (
     "AgentQuestion",

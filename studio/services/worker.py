@@ -46,8 +46,8 @@ from studio.presentation.diff import plain
 from studio.reviews import queue as review_queue
 from studio.services import model_tokens, run_log
 from studio.services.db_outage import lost_database
-from studio.services.graphs import runnable
 from studio.services.group_send import drain as drain_publishes
+from studio.services.registered_graphs import runnable
 from studio.services.runs import (
     HEARTBEAT_SECONDS,
     LEASE_SECONDS,

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from studio.http import HtmxHttpRequest, HttpResponseSeeOther, template_for
-from studio.services import graphs, runs
+from studio.services import registered_graphs, runs
 
 __all__ = ("graph_detail", "graph_mermaid", "graph_svg", "run_start")
 
@@ -24,8 +24,8 @@ __all__ = ("graph_detail", "graph_mermaid", "graph_svg", "run_start")
 @require_GET
 def graph_detail(request: HtmxHttpRequest, name: str) -> HttpResponse:
     """The topology, a start-a-run form and the user's recent threads of this graph."""
-    page = graphs.graph_page(name, request.user)
-    form = graphs.input_form(name).blank()
+    page = registered_graphs.graph_page(name, request.user)
+    form = registered_graphs.input_form(name).blank()
     context = {"page": page, "form": form, "graph_name": name}
     return render(request, "graphs/detail.html", context)
 
@@ -35,7 +35,8 @@ def graph_detail(request: HtmxHttpRequest, name: str) -> HttpResponse:
 def graph_svg(request: HtmxHttpRequest, name: str) -> HttpResponse:
     """The topology as a standalone SVG file."""
     response = HttpResponse(
-        graphs.draw_svg_document(name), content_type="image/svg+xml; charset=utf-8"
+        registered_graphs.draw_svg_document(name),
+        content_type="image/svg+xml; charset=utf-8",
     )
     response["Content-Disposition"] = _inline(f"{name}.svg")
     return response
@@ -46,7 +47,7 @@ def graph_svg(request: HtmxHttpRequest, name: str) -> HttpResponse:
 def graph_mermaid(request: HtmxHttpRequest, name: str) -> HttpResponse:
     """The topology as Mermaid text."""
     response = HttpResponse(
-        graphs.draw_mermaid(name), content_type="text/plain; charset=utf-8"
+        registered_graphs.draw_mermaid(name), content_type="text/plain; charset=utf-8"
     )
     response["Content-Disposition"] = _inline(f"{name}.mmd")
     return response
@@ -60,12 +61,12 @@ def run_start(request: HtmxHttpRequest, name: str) -> HttpResponse:
     Invalid input re-renders the form with the errors next to the fields (422):
     the form partial for htmx, the whole page otherwise. Nothing is queued.
     """
-    form = graphs.input_form(name).bind(request.POST)
+    form = registered_graphs.input_form(name).bind(request.POST)
     if not form.is_valid:
         template = template_for(request, "graphs/detail.html", partial="run-form")
         context = {"form": form, "graph_name": name}
         if template == "graphs/detail.html":
-            context["page"] = graphs.graph_page(name, request.user)
+            context["page"] = registered_graphs.graph_page(name, request.user)
         return render(request, template, context, status=422)
     run = runs.start_run(graph=name, user=request.user, input=form.input)
     url = f"/threads/{run.thread_id}/"

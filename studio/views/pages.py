@@ -8,7 +8,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from studio.http import HtmxHttpRequest
-from studio.services import graphs
+from studio.services import registered_graphs
 
 
 @login_required
@@ -19,4 +19,6 @@ def index(request: HtmxHttpRequest) -> HttpResponse:
     Like every studio page it needs a signed-in user: graph names, modules and
     descriptions are internal information.
     """
-    return render(request, "pages/index.html", {"graphs": graphs.list_graphs()})
+    return render(
+        request, "pages/index.html", {"graphs": registered_graphs.list_graphs()}
+    )

@@ -14,7 +14,7 @@ from tests._support.threads import drain
 
 __all__ = ("PURCHASE_GRAPHS", "decision", "member", "purchase", "ruling")
 
-PURCHASE_GRAPHS = {"purchase": "studio.graphs.purchase:build"}
+PURCHASE_GRAPHS = {"purchase": "studio.demo_graphs.purchase:build"}
 _ids = itertools.count(1)
 
 

@@ -6,15 +6,15 @@ from typing import Any
 
 from studio.models import Run
 from studio.services import runs
-from studio.services.graphs import runnable
+from studio.services.registered_graphs import runnable
 from studio.services.worker import Worker
 
 __all__ = ("GRAPHS", "XSS", "checkpoints", "drain", "run_now")
 
 GRAPHS = {
-    "purchase": "studio.graphs.purchase:build",
+    "purchase": "studio.demo_graphs.purchase:build",
     "open_purchase": "tests.studio.ungoverned_graphs:purchase",
-    "research": "studio.graphs.research:build",
+    "research": "studio.demo_graphs.research:build",
     "notes": "tests.studio.thread_graphs_for_tests:notes",
     "ledger": "tests.studio.thread_graphs_for_tests:ledger",
     "broken": "tests.studio.thread_graphs_for_tests:broken",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from studio.graphs.tool_agent import GOVERNANCE, build
+from studio.demo_graphs.tool_agent import GOVERNANCE, build
 
 __all__ = ("GOVERNANCE", "fast_agent")
 

@@ -70,7 +70,7 @@ def asking() -> Any:
 
 _graphs = serve_graphs(
     {
-        "purchase": "studio.graphs.purchase:build",
+        "purchase": "studio.demo_graphs.purchase:build",
         "asking": "tests.studio.run_race_cases:asking",
         "slow": "tests.studio.engine_graphs_for_tests:slow",
     }

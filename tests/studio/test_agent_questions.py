@@ -16,8 +16,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from studio.demo_graphs.tool_agent import ASK_NODE
 from studio.errors import Forbidden, InvalidInput, ThreadNotFound
-from studio.graphs.tool_agent import ASK_NODE
 from studio.models import (
     ApprovalDecision,
     AuditEntry,
@@ -30,7 +30,7 @@ from studio.reviews.decisions import decide
 from studio.reviews.governance import GovernedWrite
 from studio.reviews.outbound_email import send_once
 from studio.services import runs
-from studio.services.graphs import runnable
+from studio.services.registered_graphs import runnable
 from tests._support.api_calls import Api
 from tests._support.reviews import member
 from tests._support.studio import serve_graphs

@@ -17,7 +17,7 @@ from tests._support.studio import serve_graphs
 pytestmark = pytest.mark.django_db
 
 GRAPHS = {
-    "purchase": "studio.graphs.purchase:build",
+    "purchase": "studio.demo_graphs.purchase:build",
     "markers": "tests.studio.ui_graphs_for_tests:markers",
     "typed_input": "tests.studio.ui_graphs_for_tests:typed_input",
     "broken": "tests.studio.ui_graphs_for_tests:broken",

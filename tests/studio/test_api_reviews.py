@@ -12,13 +12,13 @@ from django.test import Client, override_settings
 
 from studio.models import ApiToken, ApprovalDecision, PurchaseOutbox, ReviewRequest, Run
 from studio.services import api_tokens, runs
-from studio.services.graphs import runnable
+from studio.services.registered_graphs import runnable
 from studio.services.worker import Worker
 from tests._support.studio import serve_graphs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-_graphs = serve_graphs({"purchase": "studio.graphs.purchase:build"})
+_graphs = serve_graphs({"purchase": "studio.demo_graphs.purchase:build"})
 
 REQUEST = {
     "request_id": "R-1",

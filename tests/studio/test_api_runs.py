@@ -35,7 +35,7 @@ from studio.models import (
     Thread,
 )
 from studio.services.activity import activity
-from studio.services.graphs import runnable
+from studio.services.registered_graphs import runnable
 from studio.services.runs import sweep_temporary_threads
 from tests._support.reviews import member
 from tests._support.studio import serve_graphs
@@ -96,7 +96,7 @@ def nested() -> Any:
 
 _graphs = serve_graphs(
     {
-        "purchase": "studio.graphs.purchase:build",
+        "purchase": "studio.demo_graphs.purchase:build",
         "steps": "tests.studio.test_api_runs:steps",
         "nested": "tests.studio.test_api_runs:nested",
         "slow": "tests.studio.engine_graphs_for_tests:slow",

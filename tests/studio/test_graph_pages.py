@@ -15,9 +15,9 @@ from tests._support.studio import serve_graphs
 pytestmark = pytest.mark.django_db
 
 GRAPHS = {
-    "purchase": "studio.graphs.purchase:build",
-    "research": "studio.graphs.research:build",
-    "tool_agent": "studio.graphs.tool_agent:build",
+    "purchase": "studio.demo_graphs.purchase:build",
+    "research": "studio.demo_graphs.research:build",
+    "tool_agent": "studio.demo_graphs.tool_agent:build",
     "escaping": "tests.studio.ui_graphs_for_tests:escaping",
     "markers": "tests.studio.ui_graphs_for_tests:markers",
     "broken": "tests.studio.ui_graphs_for_tests:broken",

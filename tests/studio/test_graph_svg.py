@@ -12,7 +12,7 @@ from django.utils.safestring import SafeString
 
 from engine.prebuilt import ScriptedChatModel, create_react_agent
 from engine.pregel._draw import DrawableGraph, Edge, Node
-from studio.graphs import purchase, research, tool_agent
+from studio.demo_graphs import purchase, research, tool_agent
 from studio.services import graph_svg
 from tests.studio import ui_graphs_for_tests as ui
 

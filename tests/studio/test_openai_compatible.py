@@ -22,7 +22,7 @@ import pytest
 from engine.agents import create_agent
 from engine.checkpoint.memory import InMemorySaver
 from engine.prebuilt import call_model
-from studio.graphs.openai_compatible import (
+from studio.demo_graphs.openai_compatible import (
     ChatCompletionError,
     OpenAICompatibleChatModel,
 )

@@ -32,7 +32,7 @@ from tests._support.studio import serve_graphs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-_graphs = serve_graphs({"purchase": "studio.graphs.purchase:build"})
+_graphs = serve_graphs({"purchase": "studio.demo_graphs.purchase:build"})
 
 VALID = {
     "amount": "480.50",

@@ -27,7 +27,7 @@ from studio.reviews.decisions import decide
 from studio.reviews.governance import GovernedWrite
 from studio.reviews.queue import pending_count, pending_for
 from studio.services import runs
-from studio.services.graphs import runnable
+from studio.services.registered_graphs import runnable
 from tests._support.reviews import PURCHASE_GRAPHS, decision, member, purchase, ruling
 from tests._support.studio import serve_graphs
 from tests._support.threads import checkpoint_id, checkpoints, drain

@@ -13,7 +13,7 @@ from studio.errors import Conflict, ThreadNotFound
 from studio.models import PurchaseOutbox, Run, RunEvent, Thread
 from studio.reviews.decisions import decide
 from studio.services import access, runs
-from studio.services.graphs import runnable
+from studio.services.registered_graphs import runnable
 from studio.services.worker import Worker
 from tests._support.reviews import member
 from tests._support.studio import serve_graphs
@@ -23,7 +23,7 @@ from tests.studio.engine_graphs_for_tests import calls
 pytestmark = pytest.mark.django_db(transaction=True)
 
 GRAPHS = {
-    "purchase": "studio.graphs.purchase:build",
+    "purchase": "studio.demo_graphs.purchase:build",
     "failing": "tests.studio.engine_graphs_for_tests:failing",
     "slow": "tests.studio.engine_graphs_for_tests:slow",
     "draining": "tests.studio.engine_graphs_for_tests:draining",

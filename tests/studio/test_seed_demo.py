@@ -50,8 +50,8 @@ def test_seed_demo_runs_again_without_changes() -> None:
 @pytest.mark.django_db
 def test_seed_demo_queues_one_run_per_demo_graph_once(settings) -> None:
     settings.STUDIO_GRAPHS = {
-        "purchase": "studio.graphs.purchase:build",
-        "research": "studio.graphs.research:build",
+        "purchase": "studio.demo_graphs.purchase:build",
+        "research": "studio.demo_graphs.research:build",
     }
 
     assert "Queued demo runs: purchase, purchase, research." in _seed()

@@ -12,8 +12,8 @@ from django.test import Client
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.graph import MessagesState
+from studio.demo_graphs.purchase import PurchaseInput
 from studio.forms import RunInputForm, StrictForm
-from studio.graphs.purchase import PurchaseInput
 from studio.input_fields import (
     MINOR_DIGITS,
     MONEY_MINOR,
@@ -26,8 +26,8 @@ from tests._support.studio import serve_graphs
 from tests.studio import ui_graphs_for_tests as ui
 
 GRAPHS = {
-    "purchase": "studio.graphs.purchase:build",
-    "tool_agent": "studio.graphs.tool_agent:build",
+    "purchase": "studio.demo_graphs.purchase:build",
+    "tool_agent": "studio.demo_graphs.tool_agent:build",
     "order": "tests.studio.ui_graphs_for_tests:pydantic_input",
     "typed": "tests.studio.ui_graphs_for_tests:typed_input",
     "trip": "tests.studio.ui_graphs_for_tests:dataclass_input",

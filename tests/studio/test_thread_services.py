@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from studio.errors import CheckpointNotFound, InvalidInput, NotFound, ThreadNotFound
 from studio.models import RunEvent
 from studio.services import blame, compare, threads, time_travel, waterfall
-from studio.services.graphs import runnable
+from studio.services.registered_graphs import runnable
 from tests._support.studio import serve_graphs
 from tests._support.threads import GRAPHS, checkpoint_id, checkpoints, drain, run_now
 

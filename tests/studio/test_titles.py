@@ -15,9 +15,9 @@ from tests._support.studio import serve_graphs
 from tests._support.threads import XSS, run_now
 
 GRAPHS = {
-    "purchase": "studio.graphs.purchase:build",
-    "tool_agent": "studio.graphs.tool_agent:build",
-    "research": "studio.graphs.research:build",
+    "purchase": "studio.demo_graphs.purchase:build",
+    "tool_agent": "studio.demo_graphs.tool_agent:build",
+    "research": "studio.demo_graphs.research:build",
     "trip": "tests.studio.titled_graphs_for_tests:trip",
     "bad_trip": "tests.studio.badly_titled_graphs_for_tests:trip",
 }

@@ -21,8 +21,8 @@ from engine import events as ev
 from studio.asgi import application
 from studio.models import Run, RunEvent, Thread
 from studio.services import activity, run_log, runs
-from studio.services.graphs import runnable
 from studio.services.model_tokens import TOKEN, TokenRecorder, chunk_text
+from studio.services.registered_graphs import runnable
 from tests._support.reviews import member
 from tests._support.studio import serve_graphs
 from tests._support.threads import drain
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 _graphs = serve_graphs(
     {
         "tool_agent": "tests.studio.agent_graphs_for_tests:fast_agent",
-        "purchase": "studio.graphs.purchase:build",
+        "purchase": "studio.demo_graphs.purchase:build",
     }
 )
 

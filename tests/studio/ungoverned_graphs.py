@@ -4,6 +4,6 @@ one protects."""
 
 from __future__ import annotations
 
-from studio.graphs.purchase import build as purchase
+from studio.demo_graphs.purchase import build as purchase
 
 __all__ = ("purchase",)

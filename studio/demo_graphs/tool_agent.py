@@ -350,7 +350,7 @@ def _configured_model() -> Any:
         return None
     if not base_url:
         return None
-    from studio.graphs.openai_compatible import OpenAICompatibleChatModel  # noqa: PLC0415
+    from studio.demo_graphs.openai_compatible import OpenAICompatibleChatModel  # noqa: PLC0415
 
     return OpenAICompatibleChatModel(
         base_url=base_url,
