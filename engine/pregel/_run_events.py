@@ -69,18 +69,8 @@ def typed_events(
         control=control,
     )
     try:
-        if not parts:
-            for ns, mode, payload in drive(graph, loop, chunks, True):
-                event = _as_event(ns, mode, payload)
-                if event is not None:
-                    yield event
-        else:
-            for ns, mode, payload in drive(graph, loop, chunks, True):
-                if mode in parts and (subgraphs or not ns):
-                    yield ev.StreamPart(ns, mode, payload)
-                event = _as_event(ns, mode, payload)
-                if event is not None:
-                    yield event
+        for ns, mode, payload in drive(graph, loop, chunks, True):
+            yield from _events_of(ns, mode, payload, parts, subgraphs)
     except GeneratorExit:
         raise  # the consumer stopped listening: nothing more to say
     except BaseException as exc:
@@ -118,10 +108,7 @@ async def atyped_events(
     )
     try:
         async for ns, mode, payload in adrive(graph, loop, chunks):
-            if parts and mode in parts and (subgraphs or not ns):
-                yield ev.StreamPart(ns, mode, payload)
-            event = _as_event(ns, mode, payload)
-            if event is not None:
+            for event in _events_of(ns, mode, payload, parts, subgraphs):
                 yield event
     except GeneratorExit:
         raise  # the consumer stopped listening: nothing more to say
@@ -223,12 +210,26 @@ def _event_modes(
     return _EVENT_MODES | parts, parts
 
 
-def _as_event(ns: tuple[str, ...], mode: str, payload: Any) -> Any:
+def _events_of(
+    ns: tuple[str, ...],
+    mode: str,
+    payload: Any,
+    parts: frozenset[str],
+    subgraphs: bool,
+) -> tuple[ev.RunEvent, ...]:
+    """What one chunk of the run becomes: a ``StreamPart`` when its mode was asked
+    for (a subgraph's only with ``subgraphs``), then its typed event if it is one
+    (the ``events`` mode's payloads, ``custom`` as :class:`~engine.events.Custom`)."""
     if mode == "events":
-        return payload
-    if mode == "custom":
-        return ev.Custom(ns, payload)
-    return None
+        event: ev.RunEvent | None = payload
+    elif mode == "custom":
+        event = ev.Custom(ns, payload)
+    else:
+        event = None
+    if mode in parts and (subgraphs or not ns):
+        part = ev.StreamPart(ns, mode, payload)
+        return (part,) if event is None else (part, event)
+    return () if event is None else (event,)
 
 
 def _final_status(loop: PregelLoop) -> Literal["done", "interrupted"]:

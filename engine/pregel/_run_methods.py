@@ -488,6 +488,39 @@ class RunMethods(CompiledGraph):
             ...     print(state)
             >>> run.output
         """
+        return self._events(
+            is_async=False,
+            input=input,
+            config=config,
+            transformers=transformers,
+            kwargs=kwargs,
+            context=context,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            durability=durability,
+            stream_mode=stream_mode,
+            subgraphs=subgraphs,
+            version=version,
+        )
+
+    def _events(
+        self,
+        *,
+        is_async: bool,
+        input: Any,
+        config: RunnableConfig | None,
+        transformers: Sequence[Callable[[tuple[str, ...]], Any]] | None,
+        kwargs: dict[str, Any],
+        context: Any,
+        interrupt_before: All | Sequence[str] | None,
+        interrupt_after: All | Sequence[str] | None,
+        durability: Durability | None,
+        stream_mode: StreamMode | Sequence[StreamMode] | None,
+        subgraphs: bool,
+        version: str,
+    ) -> Any:
+        """What :meth:`stream_events` and :meth:`astream_events` share: v3 starts
+        a run stream, v1/v2 iterate the typed events (sync or async)."""
         if version == "v3":
             options = v3_options(
                 kwargs,
@@ -498,11 +531,10 @@ class RunMethods(CompiledGraph):
                 stream_mode,
                 subgraphs,
             )
-            return start_run_stream(
-                self._as_pregel, input, config, transformers, options
-            )
-        control = events_options(version, kwargs)
-        return typed_events(
+            start = astart_run_stream if is_async else start_run_stream
+            return start(self._as_pregel, input, config, transformers, options)
+        events = atyped_events if is_async else typed_events
+        return events(
             self._as_pregel,
             input,
             config,
@@ -512,7 +544,7 @@ class RunMethods(CompiledGraph):
             durability=durability,
             stream_mode=stream_mode,
             subgraphs=subgraphs,
-            control=control,
+            control=events_options(version, kwargs),
         )
 
     def astream_events(
@@ -533,31 +565,19 @@ class RunMethods(CompiledGraph):
         """Async twin of :meth:`stream_events`: ``async for`` the typed events, or
         ``await`` it with ``version="v3"`` for an
         :class:`~engine.stream.AsyncGraphRunStream`."""
-        if version == "v3":
-            options = v3_options(
-                kwargs,
-                context,
-                interrupt_before,
-                interrupt_after,
-                durability,
-                stream_mode,
-                subgraphs,
-            )
-            return astart_run_stream(
-                self._as_pregel, input, config, transformers, options
-            )
-        control = events_options(version, kwargs)
-        return atyped_events(
-            self._as_pregel,
-            input,
-            config,
+        return self._events(
+            is_async=True,
+            input=input,
+            config=config,
+            transformers=transformers,
+            kwargs=kwargs,
             context=context,
             interrupt_before=interrupt_before,
             interrupt_after=interrupt_after,
             durability=durability,
             stream_mode=stream_mode,
             subgraphs=subgraphs,
-            control=control,
+            version=version,
         )
 
     def batch(

@@ -198,6 +198,16 @@ class RemoteGraph:
     def _config(self, config: RunnableConfig | None) -> RunnableConfig:
         return merge_configs(self.config, config)
 
+    def _at_checkpoint(self, config: RunnableConfig, **fields: Any) -> dict[str, Any]:
+        """The SDK's thread arguments for the checkpoint ``config`` names (merged with
+        this graph's config): ``thread_id``, ``checkpoint`` and ``fields``."""
+        merged = self._config(config)
+        return {
+            "thread_id": merged[CONF]["thread_id"],
+            "checkpoint": checkpoint_from_config(merged),
+            **fields,
+        }
+
     def copy(self, update: dict[str, Any]) -> RemoteGraph:
         """A copy with some constructor arguments replaced (``config``, ``name``...)."""
         attrs: dict[str, Any] = {
@@ -262,13 +272,10 @@ class RemoteGraph:
         params: Any | None = None,
     ) -> StateSnapshot:
         """The thread's state at the config's checkpoint (the latest by default)."""
-        merged = self._config(config)
         state = self._sync_client().threads.get_state(
-            thread_id=merged[CONF]["thread_id"],
-            checkpoint=checkpoint_from_config(merged),
-            subgraphs=subgraphs,
-            headers=headers,
-            params=params,
+            **self._at_checkpoint(
+                config, subgraphs=subgraphs, headers=headers, params=params
+            )
         )
         return snapshot_from_state(state)
 
@@ -281,13 +288,10 @@ class RemoteGraph:
         params: Any | None = None,
     ) -> StateSnapshot:
         """Async twin of :meth:`get_state`."""
-        merged = self._config(config)
         state = await self._async_client().threads.get_state(
-            thread_id=merged[CONF]["thread_id"],
-            checkpoint=checkpoint_from_config(merged),
-            subgraphs=subgraphs,
-            headers=headers,
-            params=params,
+            **self._at_checkpoint(
+                config, subgraphs=subgraphs, headers=headers, params=params
+            )
         )
         return snapshot_from_state(state)
 
@@ -302,15 +306,15 @@ class RemoteGraph:
         params: Any | None = None,
     ) -> Iterator[StateSnapshot]:
         """The thread's checkpoints, newest first (10 unless ``limit`` says)."""
-        merged = self._config(config)
         states = self._sync_client().threads.get_history(
-            thread_id=merged[CONF]["thread_id"],
-            limit=limit if limit else 10,
-            before=checkpoint_from_config(before),
-            metadata=filter,
-            checkpoint=checkpoint_from_config(merged),
-            headers=headers,
-            params=params,
+            **self._at_checkpoint(
+                config,
+                limit=limit if limit else 10,
+                before=checkpoint_from_config(before),
+                metadata=filter,
+                headers=headers,
+                params=params,
+            )
         )
         for state in states:
             yield snapshot_from_state(state)
@@ -326,15 +330,15 @@ class RemoteGraph:
         params: Any | None = None,
     ) -> AsyncIterator[StateSnapshot]:
         """Async twin of :meth:`get_state_history`."""
-        merged = self._config(config)
         states = await self._async_client().threads.get_history(
-            thread_id=merged[CONF]["thread_id"],
-            limit=limit if limit else 10,
-            before=checkpoint_from_config(before),
-            metadata=filter,
-            checkpoint=checkpoint_from_config(merged),
-            headers=headers,
-            params=params,
+            **self._at_checkpoint(
+                config,
+                limit=limit if limit else 10,
+                before=checkpoint_from_config(before),
+                metadata=filter,
+                headers=headers,
+                params=params,
+            )
         )
         for state in states:
             yield snapshot_from_state(state)
@@ -349,14 +353,10 @@ class RemoteGraph:
         params: Any | None = None,
     ) -> RunnableConfig:
         """Write ``values`` to the thread as ``as_node``; the new checkpoint's config."""
-        merged = self._config(config)
         response = self._sync_client().threads.update_state(
-            thread_id=merged[CONF]["thread_id"],
-            values=values,
-            as_node=as_node,
-            checkpoint=checkpoint_from_config(merged),
-            headers=headers,
-            params=params,
+            **self._at_checkpoint(
+                config, values=values, as_node=as_node, headers=headers, params=params
+            )
         )
         return config_from_checkpoint(response["checkpoint"])
 
@@ -370,14 +370,10 @@ class RemoteGraph:
         params: Any | None = None,
     ) -> RunnableConfig:
         """Async twin of :meth:`update_state`."""
-        merged = self._config(config)
         response = await self._async_client().threads.update_state(
-            thread_id=merged[CONF]["thread_id"],
-            values=values,
-            as_node=as_node,
-            checkpoint=checkpoint_from_config(merged),
-            headers=headers,
-            params=params,
+            **self._at_checkpoint(
+                config, values=values, as_node=as_node, headers=headers, params=params
+            )
         )
         return config_from_checkpoint(response["checkpoint"])
 
@@ -411,7 +407,7 @@ class RemoteGraph:
         config: RunnableConfig | None,
         stream_mode: Any,
         subgraphs: bool,
-        extra: dict[str, Any],
+        **extra: Any,
     ) -> tuple[dict[str, Any], StreamPlan, _RunContext]:
         if config is None and (scope := current_scope()) is not None:
             config = scope.config  # run as a node: the task's config
@@ -510,14 +506,12 @@ class RemoteGraph:
             config,
             stream_mode,
             subgraphs,
-            {
-                "context": context,
-                "interrupt_before": interrupt_before,
-                "interrupt_after": interrupt_after,
-                "headers": self._headers(headers),
-                "params": params,
-                **kwargs,
-            },
+            context=context,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            headers=self._headers(headers),
+            params=params,
+            **kwargs,
         )
         for part in self._sync_client().runs.stream(**request):
             keep, chunk = self._read(part, plan, run, subgraphs, version)
@@ -545,14 +539,12 @@ class RemoteGraph:
             config,
             stream_mode,
             subgraphs,
-            {
-                "context": context,
-                "interrupt_before": interrupt_before,
-                "interrupt_after": interrupt_after,
-                "headers": self._headers(headers),
-                "params": params,
-                **kwargs,
-            },
+            context=context,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            headers=self._headers(headers),
+            params=params,
+            **kwargs,
         )
         async for part in self._async_client().runs.stream(**request):
             keep, chunk = self._read(part, plan, run, subgraphs, version)

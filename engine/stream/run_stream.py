@@ -46,7 +46,20 @@ def _no_projection(run: object, name: str) -> NoReturn:
 
 
 class _RunState:
-    """The run's own last values, and its interrupts, read from ``values`` events."""
+    """The run's own last values, and its interrupts, read from ``values`` events;
+    the projections every run stream has (``subgraphs`` is typed by each)."""
+
+    values: StreamChannel[dict[str, Any]]
+    messages: StreamChannel[Any]
+    lifecycle: StreamChannel[LifecyclePayload]
+    updates: StreamChannel[dict[str, Any]]
+    custom: StreamChannel[Any]
+    checkpoints: StreamChannel[dict[str, Any]]
+    debug: StreamChannel[dict[str, Any]]
+    tasks: StreamChannel[dict[str, Any]]
+
+    def __getattr__(self, name: str) -> StreamChannel[Any]:
+        _no_projection(self, name)
 
     _mux: StreamMux
     _scope_list: list[str]
@@ -89,18 +102,7 @@ class GraphRunStream(_RunState):
     to its end first.
     """
 
-    values: StreamChannel[dict[str, Any]]
-    messages: StreamChannel[Any]
-    lifecycle: StreamChannel[LifecyclePayload]
     subgraphs: StreamChannel[SubgraphRunStream]
-    updates: StreamChannel[dict[str, Any]]
-    custom: StreamChannel[Any]
-    checkpoints: StreamChannel[dict[str, Any]]
-    debug: StreamChannel[dict[str, Any]]
-    tasks: StreamChannel[dict[str, Any]]
-
-    def __getattr__(self, name: str) -> StreamChannel[Any]:
-        _no_projection(self, name)
 
     def __init__(
         self,
@@ -270,18 +272,7 @@ class AsyncGraphRunStream(_RunState):
     graph to its end; ``async with`` stops it if you leave early.
     """
 
-    values: StreamChannel[dict[str, Any]]
-    messages: StreamChannel[Any]
-    lifecycle: StreamChannel[LifecyclePayload]
     subgraphs: StreamChannel[AsyncSubgraphRunStream]
-    updates: StreamChannel[dict[str, Any]]
-    custom: StreamChannel[Any]
-    checkpoints: StreamChannel[dict[str, Any]]
-    debug: StreamChannel[dict[str, Any]]
-    tasks: StreamChannel[dict[str, Any]]
-
-    def __getattr__(self, name: str) -> StreamChannel[Any]:
-        _no_projection(self, name)
 
     def __init__(
         self,

@@ -39,6 +39,7 @@ from typing import (
     Generic,
     Literal,
     NotRequired,
+    Protocol,
     Required,
     TypedDict,
     TypeVar,
@@ -329,7 +330,40 @@ def _middleware_class(
     return cast(AgentMiddleware[Any, Any], cls())
 
 
-def _hook_decorator(hook: str) -> Callable[..., Any]:
+def _hook_method(f: Callable[..., Any], hook: str) -> tuple[str, Any]:
+    """The middleware method that calls ``f(first, second)`` and the attribute it
+    goes in: ``hook`` for a plain function, ``a<hook>`` for a coroutine function."""
+    if inspect.iscoroutinefunction(f):
+
+        async def amethod(self: Any, first: Any, second: Any) -> Any:
+            return await f(first, second)
+
+        return f"a{hook}", amethod
+
+    def method(self: Any, first: Any, second: Any) -> Any:
+        return f(first, second)
+
+    return hook, method
+
+
+class _HookDecorator(Protocol):
+    """``@before_model`` and its kin: used bare, or called with options first."""
+
+    @overload
+    def __call__(self, func: Callable[..., Any]) -> AgentMiddleware[Any, Any]: ...
+    @overload
+    def __call__(
+        self,
+        func: None = None,
+        *,
+        state_schema: type[Any] | None = None,
+        tools: Sequence[Any] | None = None,
+        can_jump_to: list[JumpTo] | None = None,
+        name: str | None = None,
+    ) -> Callable[[Callable[..., Any]], AgentMiddleware[Any, Any]]: ...
+
+
+def _hook_decorator(hook: str, when: str) -> _HookDecorator:
     def decorator(
         func: Callable[..., Any] | None = None,
         *,
@@ -344,19 +378,7 @@ def _hook_decorator(hook: str) -> Callable[..., Any]:
                 if can_jump_to is not None
                 else getattr(f, "__can_jump_to__", [])
             )
-            if inspect.iscoroutinefunction(f):
-
-                async def amethod(self: Any, state: Any, runtime: Any) -> Any:
-                    return await f(state, runtime)
-
-                method: Any = amethod
-                attr = f"a{hook}"
-            else:
-
-                def smethod(self: Any, state: Any, runtime: Any) -> Any:
-                    return f(state, runtime)
-
-                method, attr = smethod, hook
+            attr, method = _hook_method(f, hook)
             if targets:
                 hook_config(can_jump_to=list(targets))(method)
             return _middleware_class(
@@ -368,87 +390,19 @@ def _hook_decorator(hook: str) -> Callable[..., Any]:
 
         return build(func) if func is not None else build
 
-    decorator.__name__ = hook
+    decorator.__name__ = decorator.__qualname__ = hook
     decorator.__doc__ = (
-        f"Make a middleware from a function ``(state, runtime) -> update | None`` run "
-        f"as its ``{hook}`` hook. Use bare or with ``state_schema``, ``tools``, "
+        f"A middleware from a function ``(state, runtime) -> update | None`` run as "
+        f"its ``{hook}`` hook ({when}). Bare or with ``state_schema``, ``tools``, "
         "``can_jump_to`` and ``name`` (default: the function's name)."
     )
-    return decorator
+    return cast(_HookDecorator, decorator)
 
 
-@overload
-def before_agent(func: Callable[..., Any]) -> AgentMiddleware[Any, Any]: ...
-@overload
-def before_agent(
-    func: None = None,
-    *,
-    state_schema: type[Any] | None = None,
-    tools: Sequence[Any] | None = None,
-    can_jump_to: list[JumpTo] | None = None,
-    name: str | None = None,
-) -> Callable[[Callable[..., Any]], AgentMiddleware[Any, Any]]: ...
-def before_agent(func: Any = None, **options: Any) -> Any:
-    """A middleware from a function run as its ``before_agent`` hook (once per run,
-    first). Bare or with ``state_schema``, ``tools``, ``can_jump_to``, ``name``."""
-    return _BEFORE_AGENT(func, **options)
-
-
-@overload
-def before_model(func: Callable[..., Any]) -> AgentMiddleware[Any, Any]: ...
-@overload
-def before_model(
-    func: None = None,
-    *,
-    state_schema: type[Any] | None = None,
-    tools: Sequence[Any] | None = None,
-    can_jump_to: list[JumpTo] | None = None,
-    name: str | None = None,
-) -> Callable[[Callable[..., Any]], AgentMiddleware[Any, Any]]: ...
-def before_model(func: Any = None, **options: Any) -> Any:
-    """A middleware from a function run as its ``before_model`` hook (before each
-    model call). Bare or with ``state_schema``, ``tools``, ``can_jump_to``, ``name``."""
-    return _BEFORE_MODEL(func, **options)
-
-
-@overload
-def after_model(func: Callable[..., Any]) -> AgentMiddleware[Any, Any]: ...
-@overload
-def after_model(
-    func: None = None,
-    *,
-    state_schema: type[Any] | None = None,
-    tools: Sequence[Any] | None = None,
-    can_jump_to: list[JumpTo] | None = None,
-    name: str | None = None,
-) -> Callable[[Callable[..., Any]], AgentMiddleware[Any, Any]]: ...
-def after_model(func: Any = None, **options: Any) -> Any:
-    """A middleware from a function run as its ``after_model`` hook (after each
-    model call). Bare or with ``state_schema``, ``tools``, ``can_jump_to``, ``name``."""
-    return _AFTER_MODEL(func, **options)
-
-
-@overload
-def after_agent(func: Callable[..., Any]) -> AgentMiddleware[Any, Any]: ...
-@overload
-def after_agent(
-    func: None = None,
-    *,
-    state_schema: type[Any] | None = None,
-    tools: Sequence[Any] | None = None,
-    can_jump_to: list[JumpTo] | None = None,
-    name: str | None = None,
-) -> Callable[[Callable[..., Any]], AgentMiddleware[Any, Any]]: ...
-def after_agent(func: Any = None, **options: Any) -> Any:
-    """A middleware from a function run as its ``after_agent`` hook (once per run,
-    last). Bare or with ``state_schema``, ``tools``, ``can_jump_to``, ``name``."""
-    return _AFTER_AGENT(func, **options)
-
-
-_BEFORE_AGENT = _hook_decorator("before_agent")
-_BEFORE_MODEL = _hook_decorator("before_model")
-_AFTER_MODEL = _hook_decorator("after_model")
-_AFTER_AGENT = _hook_decorator("after_agent")
+before_agent = _hook_decorator("before_agent", "once per run, first")
+before_model = _hook_decorator("before_model", "before each model call")
+after_model = _hook_decorator("after_model", "after each model call")
+after_agent = _hook_decorator("after_agent", "once per run, last")
 
 
 def _wrapper_decorator(
@@ -459,20 +413,12 @@ def _wrapper_decorator(
     name: str | None,
 ) -> Any:
     def build(f: Callable[..., Any]) -> AgentMiddleware[Any, Any]:
-        if inspect.iscoroutinefunction(f):
-
-            async def amethod(self: Any, request: Any, handler: Any) -> Any:
-                return await f(request, handler)
-
-            attrs: dict[str, Any] = {f"a{hook}": amethod}
-        else:
-
-            def smethod(self: Any, request: Any, handler: Any) -> Any:
-                return f(request, handler)
-
-            attrs = {hook: smethod}
+        attr, method = _hook_method(f, hook)
         return _middleware_class(
-            str(name or getattr(f, "__name__", hook)), attrs, state_schema, tools
+            str(name or getattr(f, "__name__", hook)),
+            {attr: method},
+            state_schema,
+            tools,
         )
 
     return build(func) if func is not None else build

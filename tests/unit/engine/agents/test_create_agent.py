@@ -496,6 +496,29 @@ def test_async_runs_use_async_hooks() -> None:
         create_agent(model, [add], middleware=[note]).invoke(QUESTION)
 
 
+def test_hook_decorators_say_what_they_are_and_take_options_first() -> None:
+    for decorator, hook in (
+        (before_agent, "before_agent"),
+        (before_model, "before_model"),
+        (after_model, "after_model"),
+        (after_agent, "after_agent"),
+    ):
+        assert decorator.__name__ == hook and f"``{hook}`` hook" in (
+            decorator.__doc__ or ""
+        )
+
+        def act(state: Any, runtime: Any) -> None:
+            return None
+
+        named = decorator(name="custom")(act)
+        assert named.name == "custom" and hook in type(named).__dict__
+
+        async def aact(state: Any, runtime: Any) -> None:
+            return None
+
+        assert f"a{hook}" in type(decorator(aact)).__dict__
+
+
 # -- streaming -------------------------------------------------------------------
 
 
