@@ -36,7 +36,7 @@ from engine.checkpoint._blobs import (
 )
 from engine.checkpoint._lease import LeaseTable
 from engine.checkpoint._memory_async import MemoryAsyncMethods
-from engine.checkpoint._memory_compact import compact_structure, expand_structure
+from engine.checkpoint._memory_compact import expand_structure
 from engine.checkpoint._memory_leases import MemoryLeases
 from engine.checkpoint._pending_writes import (
     encode_task_writes,
@@ -74,16 +74,35 @@ __all__ = ("InMemorySaver", "MemorySaver", "PersistentDict")
 register_type(BlobRecord)  # stored in the blobs table, which a PersistentDict saves
 
 _Row = tuple[tuple[str, Any], tuple[str, bytes], str | None]
-"""(checkpoint structure, metadata, parent id): the structure as the serializer's
-``(type, payload)`` or, with the default serializer, ``(COMPACT, tuples)``."""
+"""(checkpoint structure, metadata, parent id): the structure (without values) as
+the serializer's ``(type, payload)``: with the default serializer, plain JSON
+(``jsonraw``), one bytes object a checkpoint."""
 
 COMPACT = "*mem"
-"""The type of a checkpoint structure kept as tuples (see ``engine.checkpoint._memory_compact``)."""
+"""The type of a structure kept as tuples, as earlier versions did (still read from
+a ``PersistentDict`` they saved; see ``engine.checkpoint._memory_compact``)."""
 
-_LAST_PLACES = 4
 
 _EMPTY = BlobRecord("empty", "empty", b"")
 """The record of every channel version without a value (one shared object)."""
+
+_Kept = BlobRecord | bytes
+"""How the blobs table keeps a channel version: a whole JSON value as its bytes
+alone (most values; a record would add 128 bytes to each), anything else (deltas,
+other serializers' payloads, no value) as its :class:`BlobRecord`."""
+
+
+def _kept(record: BlobRecord) -> _Kept:
+    if record.kind == "full" and record.type_tag == "json":
+        return record.payload
+    return record
+
+
+def _record(kept: _Kept | None) -> BlobRecord | None:
+    """The record a kept blob stands for (None for None)."""
+    if isinstance(kept, bytes):
+        return BlobRecord("full", "json", kept, None, None, 0, 0, len(kept))
+    return kept
 
 
 class _Plan(NamedTuple):
@@ -93,9 +112,7 @@ class _Plan(NamedTuple):
     ns: str
     checkpoint_id: str
     row: _Row
-    blobs: dict[tuple[str, str, str, str], BlobRecord]
-    shared: Any = None
-    """What the thread's next compact structure may share (``compact_structure``)."""
+    blobs: dict[tuple[str, str, str, str], _Kept]
 
 
 class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
@@ -131,12 +148,9 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             tuple[str, str, str],
             dict[tuple[str, int], tuple[str, str, tuple[str, bytes], str]],
         ] = factory(dict)
-        self.blobs: dict[tuple[str, str, str, str], BlobRecord] = factory()
+        self.blobs: dict[tuple[str, str, str, str], _Kept] = factory()
         self.deadlines: dict[str, datetime] = factory()
         self._heads: dict[tuple[str, str], str] = {}
-        self._last: dict[tuple[str, str], Any] = {}
-        """The newest compact structure of the places written last (a few): the next
-        one shares its unchanged parts (channel names, versions seen)."""
         """Newest checkpoint id per (thread, namespace), so a put's fencing check does
         not scan the thread; filled on demand, forgotten when rows are deleted."""
         self.default_ttl = default_ttl
@@ -176,9 +190,8 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
         return head
 
     def _forget_heads(self, thread_id: str) -> None:
-        for table in (self._heads, self._last):
-            for place in [p for p in table if p[0] == thread_id]:
-                del table[place]
+        for place in [p for p in self._heads if p[0] == thread_id]:
+            del self._heads[place]
 
     def _structure(self, typed: tuple[str, Any], where: str) -> Any:
         """A stored checkpoint structure (without values), unpacked."""
@@ -193,7 +206,9 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
         values = decode_blobs(
             self.serde,
             checkpoint["channel_versions"],
-            lambda channel, version: self.blobs.get((thread_id, ns, channel, version)),
+            lambda channel, version: _record(
+                self.blobs.get((thread_id, ns, channel, version))
+            ),
             inline=checkpoint.get("channel_values"),
         )
         checkpoint["channel_values"] = values
@@ -367,7 +382,7 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
         batch_heads: dict[tuple[str, str], str],
-        pending: dict[tuple[str, str, str, str], BlobRecord],
+        pending: dict[tuple[str, str, str, str], _Kept],
     ) -> _Plan:
         """Check and encode a put without storing anything (lock held).
 
@@ -392,7 +407,7 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
         # None values stay in the row (``nil``, as in the SQL savers): no value record.
         versions = checkpoint.get("channel_versions", {})
         nil = {c: None for c, v in values.items() if v is None and c in versions}
-        blobs: dict[tuple[str, str, str, str], BlobRecord] = {}
+        blobs: dict[tuple[str, str, str, str], _Kept] = {}
         for channel, version in new_versions.items():
             if channel in nil:
                 continue
@@ -404,27 +419,24 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
                 base = None
                 if delta is not None:
                     base_key = (thread_id, ns, channel, str(delta[0]))
-                    base = pending.get(base_key) or self.blobs.get(base_key)
-                blobs[key] = encode_blob(self.serde, values[channel], delta, base)
+                    kept = pending.get(base_key)
+                    base = _record(self.blobs.get(base_key) if kept is None else kept)
+                blobs[key] = _kept(
+                    encode_blob(self.serde, values[channel], delta, base)
+                )
             else:
                 blobs[key] = _EMPTY
-        shared = (
-            compact_structure(checkpoint, tuple(nil), self._last.get(place))
-            if getattr(self.serde, "dumps_typed_plain", None) is not None
-            else None
-        )
-        if shared is None:
-            stored = {
-                k: v
-                for k, v in checkpoint.items()
-                if k not in ("channel_values", "channel_deltas")
-            }
-            if nil:
-                stored["channel_values"] = nil
+        stored = {
+            k: v
+            for k, v in checkpoint.items()
+            if k != "channel_values" and k != "channel_deltas"
+        }
+        if nil:
+            stored["channel_values"] = nil
         row: _Row = (
-            dumps_structure(self.serde, pack_structure(stored))
-            if shared is None
-            else (COMPACT, shared[0]),
+            # Plain JSON as it is (no version table: nothing here is sent or
+            # kept on disk, and leaving it out is the cheaper way).
+            dumps_structure(self.serde, stored),
             self.serde.dumps_typed(
                 metadata if type(metadata) is dict else dict(metadata)
             ),
@@ -432,7 +444,7 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
         )
         pending.update(blobs)
         batch_heads[place] = max(batch_heads.get(place) or "", checkpoint["id"])
-        return _Plan(thread_id, ns, checkpoint["id"], row, blobs, shared)
+        return _Plan(thread_id, ns, checkpoint["id"], row, blobs)
 
     def _apply(self, plan: _Plan) -> RunnableConfig:
         """Store a planned put (lock held)."""
@@ -441,11 +453,6 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             plan.checkpoint_id
         ] = plan.row
         place = (plan.thread_id, plan.ns)
-        if plan.shared is not None:
-            self._last.pop(place, None)  # newest last
-            self._last[place] = plan.shared
-            if len(self._last) > _LAST_PLACES:
-                del self._last[next(iter(self._last))]
         head = self._heads.get(place)
         if head is not None and plan.checkpoint_id > head:
             self._heads[place] = plan.checkpoint_id
@@ -566,7 +573,7 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             for config, *_ in steps:
                 self.leases.check(config)
             batch_heads: dict[tuple[str, str], str] = {}
-            pending: dict[tuple[str, str, str, str], BlobRecord] = {}
+            pending: dict[tuple[str, str, str, str], _Kept] = {}
             plans = [
                 None
                 if checkpoint is None
@@ -695,7 +702,7 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
     def _gc_blobs(self, thread_id: str) -> None:
         base_of = {
             (ns, channel, version): record.base_version
-            if record.kind == "delta"
+            if not isinstance(record, bytes) and record.kind == "delta"
             else None
             for (thread, ns, channel, version), record in self.blobs.items()
             if thread == thread_id
@@ -721,7 +728,7 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
                 for cp, meta, _ in rows.values()
             )
             total += sum(
-                len(record.payload)
+                len(record if isinstance(record, bytes) else record.payload)
                 for key, record in self.blobs.items()
                 if key[0] == thread_id
             )
@@ -734,11 +741,11 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
         return total
 
     def _structure_bytes(self, typed: tuple[str, Any]) -> bytes:
-        """A structure's payload; a compact one counted as the JSON it replaces."""
-        if typed[0] != COMPACT:
+        """A structure's payload as the SQL savers would store it (packed)."""
+        if typed[0] not in (COMPACT, "jsonraw"):
             payload: bytes = typed[1]
             return payload
-        packed = pack_structure(expand_structure(typed[1]))
+        packed = pack_structure(self._structure(typed, "a stored checkpoint"))
         return dumps_structure(self.serde, packed)[1]
 
     def set_thread_ttl(self, thread_id: str, ttl: timedelta | float | None) -> None:

@@ -3,16 +3,20 @@
 The serializer's walk (``jsonplus._Encoder``) visits a value node by node in
 Python to find what needs a tag. Most large state values (lists of records,
 documents) need none, and for them :func:`is_plain_tree` answers in a few
-passes per level of nesting that run in C (``set(map(type, ...))``,
-``chain.from_iterable``), several times faster than the walk. When it answers
-False the walk runs as before, so the stored bytes never depend on which path
-was taken: a plain tree is exactly what the walk would return unchanged.
+passes per level of nesting that run in C: the types of a whole level at once
+(``set(map(type, ...))``), the keys of its dicts at once (``set().union``), and
+the next level in one call (``gc.get_referents``, which hands back a list's
+items and a dict's values, and its keys too when they are not all exact
+``str``, in C), several times faster than the walk. When it answers False the
+walk runs as before, so the stored bytes never depend on which path was taken:
+a plain tree is exactly what the walk would return unchanged.
 """
 
 from __future__ import annotations
 
 import math
-from itertools import chain, compress
+from gc import get_referents
+from itertools import compress
 from typing import Any
 
 __all__ = ("MIN_ITEMS", "is_plain_tree")
@@ -25,9 +29,7 @@ _MAX_LEVELS = 64
 
 _CONTAINERS = frozenset({dict, list})
 _STR = frozenset({str})
-_is_container = _CONTAINERS.__contains__
 _is_dict = frozenset({dict}).__contains__
-_is_list = frozenset({list}).__contains__
 _is_float = frozenset({float}).__contains__
 
 
@@ -51,16 +53,12 @@ def is_plain_tree(
             return False
         if not kinds & _CONTAINERS:
             return True
-        containers = level if len(kinds) == 1 else _pick(level, _is_container)
-        lists = containers if dict not in kinds else None
         if dict in kinds:
-            dicts = containers if list not in kinds else _pick(containers, _is_dict)
+            dicts = level if len(kinds) == 1 else _pick(level, _is_dict)
             keys = set().union(*dicts)
             if tag in keys or not set(map(type, keys)) <= _STR:
                 return False
-            level = list(chain.from_iterable(map(dict.values, dicts)))
-            if list in kinds:
-                level.extend(chain.from_iterable(_pick(containers, _is_list)))
-        else:
-            level = list(chain.from_iterable(lists or ()))
+        # Exact-str keys (just checked) are not handed back with the values, and
+        # were they, they are leaves: the next level is the containers' contents.
+        level = get_referents(*level)
     return False

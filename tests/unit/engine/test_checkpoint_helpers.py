@@ -163,6 +163,48 @@ def test_an_in_memory_saver_kept_in_files_survives_a_restart(tmp_path):
         assert "t1" in reopened.deadlines
 
 
+def test_a_checkpoint_kept_in_the_earlier_tuple_form_still_reads_back():
+    """Earlier versions kept a structure as tuples, and a PersistentDict saved them so."""
+    saver = InMemorySaver()
+    checkpoint = make_checkpoint({"n": 1, "gone": None})
+    config = saver.put(
+        make_config(), checkpoint, make_metadata(), checkpoint["channel_versions"]
+    )
+    cid = config["configurable"]["checkpoint_id"]
+    _, metadata, parent = saver.storage["t1"][""][cid]
+    versions = checkpoint["channel_versions"]
+    keys = (
+        "v",
+        "id",
+        "ts",
+        "channel_versions",
+        "versions_seen",
+        "updated_channels",
+        "channel_values",
+    )
+    values = (
+        checkpoint["v"],
+        checkpoint["id"],
+        checkpoint["ts"],
+        (tuple(versions), tuple(versions.values())),
+        tuple(
+            (node, tuple(seen), tuple(seen.values()))
+            for node, seen in checkpoint["versions_seen"].items()
+        ),
+        None,
+        ("gone",),
+    )
+    saver.storage["t1"][""][cid] = (("*mem", (keys, values)), metadata, parent)
+
+    loaded = saver.get_tuple(make_config())
+    assert loaded is not None
+    assert loaded.checkpoint["channel_values"] == {"n": 1, "gone": None}
+    assert loaded.checkpoint["channel_versions"] == versions
+    assert loaded.checkpoint["versions_seen"] == checkpoint["versions_seen"]
+    summaries = saver.list_summaries(make_config())
+    assert [s.created_at for s in summaries] == [checkpoint["ts"]]
+
+
 def test_the_default_factory_keeps_nothing_on_disk(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with InMemorySaver(factory=defaultdict) as saver:

@@ -64,12 +64,22 @@ def test_records_of_plain_values_are_plain() -> None:
         {1: "a non-str key"},
         {TAG: "looks like a tag"},
         Name("a str subclass"),
+        {Name("a str subclass key"): 1},
         {"deep": [{"deeper": {"x"}}]},
     ],
     ids=repr,
 )
 def test_anything_the_walk_would_tag_is_not_plain(extra: Any) -> None:
     assert not is_plain_tree(records(extra), _PLAIN, TAG)
+
+
+def test_a_dict_that_once_held_a_non_str_key_is_judged_by_the_keys_it_holds() -> None:
+    # Such a dict keeps a table that hands its keys back with its values.
+    mixed: dict[Any, Any] = {1: "gone", "kept": [1, 2]}
+    del mixed[1]
+    assert is_plain_tree(records(mixed), _PLAIN, TAG)
+    mixed[(1, 2)] = "a tuple key"
+    assert not is_plain_tree(records(mixed), _PLAIN, TAG)
 
 
 def test_big_ints_are_left_to_the_walk_in_its_big_int_pass() -> None:
