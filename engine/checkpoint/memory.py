@@ -13,7 +13,7 @@ import builtins
 import sys
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
@@ -73,10 +73,11 @@ __all__ = ("InMemorySaver", "MemorySaver", "PersistentDict")
 
 register_type(BlobRecord)  # stored in the blobs table, which a PersistentDict saves
 
-_Row = tuple[tuple[str, Any], tuple[str, bytes], str | None]
-"""(checkpoint structure, metadata, parent id): the structure (without values) as
-the serializer's ``(type, payload)``: with the default serializer, plain JSON
-(``jsonraw``), one bytes object a checkpoint."""
+_Row = tuple[bytes | tuple[str, Any], bytes | tuple[str, bytes], str | None]
+"""(checkpoint structure, metadata, parent id): the structure (without values) and
+the metadata as the serializer's ``(type, payload)``, or, for the types the default
+serializer gives them (``jsonraw`` and ``json``), as the payload alone (a pair
+costs 56 bytes)."""
 
 COMPACT = "*mem"
 """The type of a structure kept as tuples, as earlier versions did (still read from
@@ -86,10 +87,35 @@ a ``PersistentDict`` they saved; see ``engine.checkpoint._memory_compact``)."""
 _EMPTY = BlobRecord("empty", "empty", b"")
 """The record of every channel version without a value (one shared object)."""
 
+_NOT_IN_ROW = frozenset({"channel_values", "channel_deltas", "id"})
+"""Checkpoint keys a row's structure leaves out: the values (kept per version), the
+delta hint (never kept) and the id (the row's key; put back when read)."""
+
 _Kept = BlobRecord | bytes
 """How the blobs table keeps a channel version: a whole JSON value as its bytes
 alone (most values; a record would add 128 bytes to each), anything else (deltas,
 other serializers' payloads, no value) as its :class:`BlobRecord`."""
+
+
+_Entry = tuple[str, str, tuple[str, bytes], str]
+"""A pending write as kept: (task id, channel, (type, payload), task path)."""
+
+_Lone = tuple[str, str, str, bytes, str, int]
+"""A bucket of one entry, flat: (task id, channel, type, payload, task path, index)."""
+
+_Bucket = dict[tuple[str, int], _Entry] | _Lone
+"""A checkpoint's pending writes: ``{(task id, index): entry}``, or, while it holds
+one entry (a step of one task: its regular writes packed in one), that entry flat
+(``_Lone``): a dict, its key and the (type, payload) pair cost ~290 bytes more a
+step."""
+
+
+def _entries(bucket: _Bucket) -> Iterable[tuple[tuple[str, int], _Entry]]:
+    """A bucket's ``((task id, index), entry)`` pairs, whichever form it has."""
+    if isinstance(bucket, dict):
+        return bucket.items()
+    task_id, channel, tag, payload, path, idx = bucket
+    return (((task_id, idx), (task_id, channel, (tag, payload), path)),)
 
 
 def _kept(record: BlobRecord) -> _Kept:
@@ -144,10 +170,7 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
         self.storage: dict[str, dict[str, dict[str, _Row]]] = factory(
             lambda: defaultdict(dict)
         )
-        self.writes: dict[
-            tuple[str, str, str],
-            dict[tuple[str, int], tuple[str, str, tuple[str, bytes], str]],
-        ] = factory(dict)
+        self.writes: dict[tuple[str, str, str], _Bucket] = factory(dict)
         self.blobs: dict[tuple[str, str, str, str], _Kept] = factory()
         self.deadlines: dict[str, datetime] = factory()
         self._heads: dict[tuple[str, str], str] = {}
@@ -193,16 +216,27 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
         for place in [p for p in self._heads if p[0] == thread_id]:
             del self._heads[place]
 
-    def _structure(self, typed: tuple[str, Any], where: str) -> Any:
+    def _structure(self, typed: bytes | tuple[str, Any], where: str) -> Any:
         """A stored checkpoint structure (without values), unpacked."""
-        if typed[0] == COMPACT:
+        if isinstance(typed, bytes):
+            typed = ("jsonraw", typed)
+        elif typed[0] == COMPACT:
             return expand_structure(typed[1])
         return unpack_structure(load_stored(self.serde, typed, where), where)
+
+    def _metadata(self, kept: bytes | tuple[str, bytes], where: str) -> Any:
+        """A stored checkpoint's metadata, loaded."""
+        typed = ("json", kept) if isinstance(kept, bytes) else kept
+        return load_stored(self.serde, typed, f"metadata of {where}")
 
     def _tuple(self, thread_id: str, ns: str, checkpoint_id: str) -> CheckpointTuple:
         cp_typed, meta_typed, parent_id = self.storage[thread_id][ns][checkpoint_id]
         where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
-        checkpoint: Checkpoint = self._structure(cp_typed, where)
+        stored = self._structure(cp_typed, where)
+        if "id" not in stored:  # kept as the row's key: back in its place
+            head = {"v": stored.pop("v")} if "v" in stored else {}
+            stored = {**head, "id": checkpoint_id, **stored}
+        checkpoint: Checkpoint = stored
         values = decode_blobs(
             self.serde,
             checkpoint["channel_versions"],
@@ -212,13 +246,14 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             inline=checkpoint.get("channel_values"),
         )
         checkpoint["channel_values"] = values
-        metadata: CheckpointMetadata = load_stored(
-            self.serde, meta_typed, f"metadata of {where}"
+        metadata: CheckpointMetadata = self._metadata(meta_typed, where)
+        bucket = self.writes.get((thread_id, ns, checkpoint_id))
+        entries = sorted(
+            _entries(bucket) if bucket is not None else (),
+            key=lambda item: (item[1][3], item[0][0], item[0][1]),
         )
-        writes = self.writes.get((thread_id, ns, checkpoint_id), {})
         pending: list[PendingWrite] = []
-        for key in sorted(writes, key=lambda k: (writes[k][3], k[0], k[1])):
-            task_id, channel, typed, _path = writes[key]
+        for _, (task_id, channel, typed, _path) in entries:
             items = (
                 unpack_writes(typed[1], f"writes of {where}")
                 if is_packed(channel, typed[0])
@@ -292,7 +327,8 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
                 config, filter, before, limit
             ):
                 cp_typed, _, parent_id = self.storage[thread_id][ns][checkpoint_id]
-                if cp_typed[0] == COMPACT:  # only its time is needed: no expanding
+                if not isinstance(cp_typed, bytes) and cp_typed[0] == COMPACT:
+                    # only its time is needed: no expanding
                     keys, values = cp_typed[1]
                     ts = values[keys.index("ts")] if "ts" in keys else None
                 else:
@@ -343,10 +379,8 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             if limit is not None and len(result) >= limit:
                 break
             where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
-            metadata: CheckpointMetadata = load_stored(
-                self.serde,
-                self.storage[thread_id][ns][checkpoint_id][1],
-                f"metadata of {where}",
+            metadata: CheckpointMetadata = self._metadata(
+                self.storage[thread_id][ns][checkpoint_id][1], where
             )
             if filter and not metadata_matches(metadata, filter):
                 continue
@@ -426,20 +460,18 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
                 )
             else:
                 blobs[key] = _EMPTY
-        stored = {
-            k: v
-            for k, v in checkpoint.items()
-            if k != "channel_values" and k != "channel_deltas"
-        }
+        stored = {k: v for k, v in checkpoint.items() if k not in _NOT_IN_ROW}
         if nil:
             stored["channel_values"] = nil
+        # Plain JSON as it is (no version table: nothing here is sent or kept on
+        # disk, and leaving it out is the cheaper way).
+        structure = dumps_structure(self.serde, stored)
+        meta = self.serde.dumps_typed(
+            metadata if type(metadata) is dict else dict(metadata)
+        )
         row: _Row = (
-            # Plain JSON as it is (no version table: nothing here is sent or
-            # kept on disk, and leaving it out is the cheaper way).
-            dumps_structure(self.serde, stored),
-            self.serde.dumps_typed(
-                metadata if type(metadata) is dict else dict(metadata)
-            ),
+            structure[1] if structure[0] == "jsonraw" else structure,
+            meta[1] if meta[0] == "json" else meta,
             conf.get(CONFIG_KEY_CHECKPOINT_ID),
         )
         pending.update(blobs)
@@ -504,9 +536,18 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             raise ValueError(
                 "put_writes() needs a config that addresses a checkpoint_id"
             )
-        bucket = self.writes.setdefault((thread_id, ns, checkpoint_id), {})
         if type(task_path) is str:  # the same few paths every step: keep one copy
             task_path = sys.intern(task_path)
+        place = (thread_id, ns, checkpoint_id)
+        kept = self.writes.get(place)
+        if kept is None and len(encoded) == 1:
+            idx, channel, (tag, payload) = encoded[0]
+            self.writes[place] = (task_id, channel, tag, payload, task_path, idx)
+            return
+        if isinstance(kept, dict):
+            bucket = kept
+        else:  # none yet, or one entry that is now joined by more
+            bucket = self.writes[place] = {} if kept is None else dict(_entries(kept))
         for idx, channel, typed in encoded:
             key = (task_id, idx)
             if idx >= 0 and key in bucket:
@@ -640,7 +681,7 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
 
     def _run_of(self, thread_id: str, checkpoint_id: str, row: _Row) -> str | None:
         where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
-        metadata = load_stored(self.serde, row[1], f"metadata of {where}")
+        metadata = self._metadata(row[1], where)
         run_id = metadata.get("run_id") if isinstance(metadata, dict) else None
         return None if run_id is None else str(run_id)
 
@@ -662,7 +703,9 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
                     self.blobs[(target, ns, channel, version)] = record
             for (thread, ns, cid), bucket in list(self.writes.items()):
                 if thread == source:
-                    self.writes[(target, ns, cid)] = dict(bucket)
+                    self.writes[(target, ns, cid)] = (
+                        dict(bucket) if isinstance(bucket, dict) else bucket
+                    )
 
     def prune(
         self, thread_ids: Sequence[str], *, strategy: PruneStrategy = "keep_latest"
@@ -696,7 +739,7 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             (cid, task_id, channel)
             for (thread, wns, cid), bucket in self.writes.items()
             if thread == thread_id and wns == ns
-            for task_id, channel, _, _ in bucket.values()
+            for _, (task_id, channel, _, _) in _entries(bucket)
         )
 
     def _gc_blobs(self, thread_id: str) -> None:
@@ -723,7 +766,8 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
         thread_id = str(thread_id)
         with self.lock:
             total = sum(
-                len(self._structure_bytes(cp)) + len(meta[1])
+                len(self._structure_bytes(cp))
+                + len(meta if isinstance(meta, bytes) else meta[1])
                 for rows in self.storage.get(thread_id, {}).values()
                 for cp, meta, _ in rows.values()
             )
@@ -736,13 +780,13 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
                 len(typed[1])
                 for key, bucket in self.writes.items()
                 if key[0] == thread_id
-                for _, _, typed, _ in bucket.values()
+                for _, (_, _, typed, _) in _entries(bucket)
             )
         return total
 
-    def _structure_bytes(self, typed: tuple[str, Any]) -> bytes:
+    def _structure_bytes(self, typed: bytes | tuple[str, Any]) -> bytes:
         """A structure's payload as the SQL savers would store it (packed)."""
-        if typed[0] not in (COMPACT, "jsonraw"):
+        if not isinstance(typed, bytes) and typed[0] not in (COMPACT, "jsonraw"):
             payload: bytes = typed[1]
             return payload
         packed = pack_structure(self._structure(typed, "a stored checkpoint"))

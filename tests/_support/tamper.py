@@ -67,10 +67,15 @@ def tamper_write(
 ) -> None:
     """Replace the value of every pending write of a thread."""
     if isinstance(saver, InMemorySaver):
-        for key, bucket in saver.writes.items():
-            if key[0] == thread_id:
-                for wkey, (task_id, channel, _, path) in list(bucket.items()):
-                    bucket[wkey] = (task_id, channel, (tag, payload), path)
+        for key, bucket in list(saver.writes.items()):
+            if key[0] != thread_id:
+                continue
+            if not isinstance(bucket, dict):  # a bucket of one entry
+                task_id, channel, _, _, path, idx = bucket
+                saver.writes[key] = (task_id, channel, tag, payload, path, idx)
+                continue
+            for wkey, (task_id, channel, _, path) in list(bucket.items()):
+                bucket[wkey] = (task_id, channel, (tag, payload), path)
         return
     spec.execute(
         "UPDATE engine_checkpoint_writes SET type = %s, blob = %s WHERE thread_id = %s",
