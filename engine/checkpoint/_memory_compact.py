@@ -1,23 +1,136 @@
-"""Reading the compact checkpoint structures earlier in-memory savers kept.
+"""Compact checkpoint structures for the in-memory saver's wide checkpoints.
 
-Earlier versions of :class:`~engine.checkpoint.memory.InMemorySaver` kept a
-checkpoint's structure as tuples (``("*mem", (keys, values))``) and a
-``PersistentDict`` saved them so; they are still read. New checkpoints are kept as
-plain JSON bytes instead, which measured both faster to build (one ``orjson`` call
-instead of a tuple per part) and smaller (one object a checkpoint).
-
-A structure is ``(keys, values)``: the checkpoint's keys in order and, per key,
-``channel_versions`` as (names, versions), ``versions_seen`` as a tuple of (node,
-names, versions), ``updated_channels`` as a tuple (or None), the ``channel_values``
-that are None as the tuple of their names, any other key's scalar as is.
+With a serializer that stores a checkpoint's structure as plain JSON anyway (the
+default one), :class:`~engine.checkpoint.memory.InMemorySaver` keeps the structure
+of a checkpoint of many channels and nodes as tuples instead of one JSON object:
+immutable, so what a caller does to its checkpoint dict afterwards cannot reach
+the stored copy (the guarantee serializing gives), and sharing what did not change
+with the thread's previous checkpoint: the tuple of channel names, each node's
+versions seen, the version strings themselves. A narrow structure (a few channels)
+is kept as JSON bytes: one object beats the tuples there (see ``memory._NARROW``).
 """
 
 from __future__ import annotations
 
 import builtins
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ("expand_structure",)
+__all__ = ("compact_structure", "expand_structure")
+
+_VERSION_TYPES = frozenset({str, int, float})
+_STR = frozenset({str})
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+# A structure is ``(keys, values)``: the checkpoint's keys in order and, per key,
+# ``channel_versions`` as (names, versions), ``versions_seen`` as a tuple of (node,
+# names, versions), ``updated_channels`` as a tuple (or None), the ``channel_values``
+# that are None as the tuple of their names, any other key's scalar as is. A
+# structure of another shape (a version that is not a str, int or float, a value
+# that is not a scalar) is stored serialized instead (``compact_structure`` says None).
+
+
+_Seen = dict[str, tuple[dict[str, Any], tuple[str, tuple[str, ...], tuple[Any, ...]]]]
+"""Per node: a copy of versions it had seen (all strings) and the entry stored for
+them; updated in place by each call for the same thread and namespace."""
+
+_NOT_STRUCTURE = frozenset({"channel_values", "channel_deltas"})
+_SPECIAL = frozenset({"channel_versions", "versions_seen", "updated_channels"})
+
+_LAYOUTS: dict[
+    tuple[tuple[str, ...], bool], tuple[tuple[str, ...], tuple[str, ...]]
+] = {}
+"""Per (checkpoint keys, has None values): the stored keys and those of them held
+as scalars. Checkpoints of a process have a handful of shapes; the first call
+for a shape fills its entry, later ones share its tuples."""
+
+
+def _layout(
+    names: tuple[str, ...], nil: bool
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    found = _LAYOUTS.get((names, nil))
+    if found is None:
+        keys = tuple(k for k in names if k not in _NOT_STRUCTURE)
+        if nil:
+            keys += ("channel_values",)
+        scalars = tuple(k for k in keys if k not in _SPECIAL and k != "channel_values")
+        if len(_LAYOUTS) >= 64:  # a caller inventing keys: bounded anyway
+            _LAYOUTS.clear()
+        found = _LAYOUTS[(names, nil)] = (keys, scalars)
+    return found
+
+
+def compact_structure(
+    checkpoint: Mapping[str, Any], nil: tuple[str, ...], prev: Any
+) -> tuple[Any, _Seen] | None:
+    """``checkpoint``'s structure as tuples: its keys but ``channel_values`` and
+    ``channel_deltas``, then the names of its None values (``nil``) when there
+    are some, sharing parts equal to those of ``prev`` (what an earlier call
+    returned); and what the next call needs to share with this one. None if the
+    structure has another shape (see above)."""
+    prev_compact, seen = prev if prev is not None else (None, {})
+    keys, scalars = _layout(tuple(checkpoint), bool(nil))
+    if not set(map(type, map(checkpoint.__getitem__, scalars))) <= _SCALARS:
+        return None
+    parts: dict[str, Any] = {"channel_values": nil}
+    if "channel_versions" in checkpoint:
+        value = checkpoint["channel_versions"]
+        if type(value) is not dict:
+            return None
+        names, versions = tuple(value), tuple(value.values())
+        if not set(map(type, versions)) <= _VERSION_TYPES:
+            return None
+        if prev_compact is not None and prev_compact[0] is keys:
+            old = prev_compact[1][keys.index("channel_versions")][0]
+            if old == names:
+                names = old
+        parts["channel_versions"] = (names, versions)
+    if "versions_seen" in checkpoint:
+        entries = _seen_entries(checkpoint["versions_seen"], seen)
+        if entries is None:
+            return None
+        parts["versions_seen"] = entries
+    if "updated_channels" in checkpoint:
+        value = checkpoint["updated_channels"]
+        if value is not None:
+            if type(value) is not list or not set(map(type, value)) <= _STR:
+                return None
+            value = tuple(value)
+        parts["updated_channels"] = value
+    merged = {**checkpoint, **parts}
+    return (keys, tuple(map(merged.__getitem__, keys))), seen
+
+
+def _seen_entries(value: Any, seen: _Seen) -> tuple[Any, ...] | None:
+    """``versions_seen`` as a tuple of (node, names, versions), reusing the entry
+    of each node whose versions did not change since the last call."""
+    if type(value) is not dict:
+        return None
+    # First what each node had seen last time (all strings there, so equal is
+    # the same), in one pass; then the few nodes that saw something new.
+    entries = [
+        known[1] if (known := seen.get(node)) is not None and known[0] == by else None
+        for node, by in value.items()
+    ]
+    if None in entries:
+        for at_node, (node, by_channel) in enumerate(value.items()):
+            if entries[at_node] is not None:
+                continue
+            if type(by_channel) is not dict:
+                return None
+            versions = tuple(by_channel.values())
+            kinds = set(map(type, versions))
+            if not kinds <= _VERSION_TYPES:
+                return None
+            names = tuple(by_channel)
+            known = seen.get(node)
+            if known is not None and known[1][1] == names:
+                names = known[1][1]
+            entry = (node, names, versions)
+            if kinds <= _STR:  # kept for the next call (a cache: never stale)
+                seen[node] = (dict(by_channel), entry)
+            entries[at_node] = entry
+    return tuple(entries)
 
 
 def expand_structure(compact: Any) -> dict[str, Any]:

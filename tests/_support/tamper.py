@@ -40,7 +40,7 @@ def tamper_checkpoint(
     """Replace the stored checkpoint dict of every checkpoint of a thread."""
     if isinstance(saver, InMemorySaver):
         for rows in saver.storage[thread_id].values():
-            for cid, (_, meta, parent) in list(rows.items()):
+            for cid, (_, meta, parent, *_) in list(rows.items()):
                 rows[cid] = ((tag, payload), meta, parent)
         return
     if spec.kind == "sqlite":

@@ -163,15 +163,16 @@ def test_an_in_memory_saver_kept_in_files_survives_a_restart(tmp_path):
         assert "t1" in reopened.deadlines
 
 
-def test_a_checkpoint_kept_in_the_earlier_tuple_form_still_reads_back():
-    """Earlier versions kept a structure as tuples, and a PersistentDict saved them so."""
+def test_a_checkpoint_kept_as_compact_tuples_reads_back():
+    """Wide structures are kept as tuples (earlier versions kept every one so, and a
+    PersistentDict saved them so): a row written in that form reads back."""
     saver = InMemorySaver()
     checkpoint = make_checkpoint({"n": 1, "gone": None})
     config = saver.put(
         make_config(), checkpoint, make_metadata(), checkpoint["channel_versions"]
     )
     cid = config["configurable"]["checkpoint_id"]
-    _, metadata, parent = saver.storage["t1"][""][cid]
+    _, metadata, parent, *_ = saver.storage["t1"][""][cid]
     versions = checkpoint["channel_versions"]
     keys = (
         "v",
@@ -203,6 +204,28 @@ def test_a_checkpoint_kept_in_the_earlier_tuple_form_still_reads_back():
     assert loaded.checkpoint["versions_seen"] == checkpoint["versions_seen"]
     summaries = saver.list_summaries(make_config())
     assert [s.created_at for s in summaries] == [checkpoint["ts"]]
+
+
+@pytest.mark.parametrize("width", [3, 40])
+def test_narrow_and_wide_checkpoints_round_trip_in_their_own_form(width: int):
+    saver = InMemorySaver()
+    first = make_checkpoint({f"c{i}": i for i in range(width)} | {"gone": None})
+    first["versions_seen"] = {
+        f"node{i}": {f"c{i}": first["channel_versions"][f"c{i}"]} for i in range(width)
+    }
+    config = saver.put(make_config(), first, make_metadata(), first["channel_versions"])
+    second, changed = next_checkpoint(first, {"c0": 100}, step=0)
+    saver.put(config, second, make_metadata(0, "loop"), changed)
+
+    rows = saver.storage["t1"][""]
+    kinds = {type(rows[c["id"]][0]) for c in (first, second)}
+    assert kinds == ({bytes} if width == 3 else {tuple})  # JSON, or compact tuples
+    for checkpoint in (first, second):
+        loaded = saver.get_tuple(make_config("t1", checkpoint["id"]))
+        assert loaded is not None
+        expected = {k: v for k, v in checkpoint.items() if k != "channel_deltas"}
+        assert loaded.checkpoint == expected
+        assert list(loaded.checkpoint)[:2] == ["v", "id"]
 
 
 def test_the_default_factory_keeps_nothing_on_disk(tmp_path, monkeypatch):
