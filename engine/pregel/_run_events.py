@@ -1,6 +1,7 @@
 """``stream_events`` / ``astream_events``: a run as typed :mod:`engine.events`.
 
-The typed events and the chunks of any ``stream_mode`` asked for come in the
+:func:`run_events` is what both return: ``version="v3"`` starts a run stream
+(``engine.stream``), v1/v2 iterate the typed events. The typed events and the chunks of any ``stream_mode`` asked for come in the
 order the run makes them; the run ends with :class:`~engine.events.RunFinished`.
 """
 
@@ -26,6 +27,7 @@ from engine.pregel._drive import (
 from engine.pregel._io import stream_modes
 from engine.pregel._loop import PregelLoop, StreamChunk
 from engine.runtime import RunControl
+from engine.stream._pregel import astart_run_stream, start_run_stream
 from engine.types import (
     All,
     Durability,
@@ -35,10 +37,55 @@ from engine.types import (
 if TYPE_CHECKING:
     from engine.pregel.main import Pregel
 
-__all__ = ("atyped_events", "events_options", "typed_events", "v3_options")
+__all__ = ("atyped_events", "run_events", "typed_events")
 
 _EVENT_MODES = frozenset({"events", "custom"})
 _NO_PARTS: frozenset[str] = frozenset()
+
+
+def run_events(
+    graph: Pregel,
+    input: Any,
+    config: RunnableConfig | None,
+    *,
+    is_async: bool,
+    transformers: Sequence[Callable[[tuple[str, ...]], Any]] | None,
+    kwargs: dict[str, Any],
+    context: Any,
+    interrupt_before: All | Sequence[str] | None,
+    interrupt_after: All | Sequence[str] | None,
+    durability: Durability | None,
+    stream_mode: StreamMode | Sequence[StreamMode] | None,
+    subgraphs: bool,
+    version: str,
+) -> Any:
+    """What ``stream_events`` and ``astream_events`` return: for ``version="v3"``
+    a started run stream, else the typed events (sync or async)."""
+    if version == "v3":
+        options = _v3_options(
+            kwargs,
+            context,
+            interrupt_before,
+            interrupt_after,
+            durability,
+            stream_mode,
+            subgraphs,
+        )
+        start = astart_run_stream if is_async else start_run_stream
+        return start(graph, input, config, transformers, options)
+    events = atyped_events if is_async else typed_events
+    return events(
+        graph,
+        input,
+        config,
+        context=context,
+        interrupt_before=interrupt_before,
+        interrupt_after=interrupt_after,
+        durability=durability,
+        stream_mode=stream_mode,
+        subgraphs=subgraphs,
+        control=_events_options(version, kwargs),
+    )
 
 
 def typed_events(
@@ -163,7 +210,7 @@ def _run_finished(loop: PregelLoop) -> ev.RunFinished:
     return ev.RunFinished(loop.ns, _final_status(loop), None, time.time())
 
 
-def events_options(version: str, kwargs: dict[str, Any]) -> RunControl | None:
+def _events_options(version: str, kwargs: dict[str, Any]) -> RunControl | None:
     """Check ``stream_events``' version and extra options; returns ``control``."""
     if version not in ("v1", "v2"):
         raise ValueError(f"Unknown stream_events version {version!r}")
@@ -175,7 +222,7 @@ def events_options(version: str, kwargs: dict[str, Any]) -> RunControl | None:
     return control  # type: ignore[no-any-return]
 
 
-def v3_options(
+def _v3_options(
     kwargs: dict[str, Any],
     context: Any,
     interrupt_before: All | Sequence[str] | None,

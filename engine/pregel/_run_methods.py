@@ -2,8 +2,8 @@
 
 ``RunMethods`` is a base class of :class:`~engine.pregel.main.Pregel`. Each
 pair shares its setup (``_stream_setup``, ``_invoke_loop``) and keeps a thin
-sync and async shell; the steps are driven by ``_drive``, the typed events by
-``_run_events`` and ``stream_events(version="v3")`` by ``engine.stream``.
+sync and async shell; the steps are driven by ``_drive``, and ``stream_events``
+(typed events, or a v3 run stream of ``engine.stream``) by ``_run_events``.
 """
 
 from __future__ import annotations
@@ -27,15 +27,9 @@ from engine.pregel._drive import (
 from engine.pregel._io import Mapper, format_chunk, format_part, stream_modes
 from engine.pregel._lease import OnBusy, with_on_busy
 from engine.pregel._loop import PregelLoop, StreamChunk
-from engine.pregel._run_events import (
-    atyped_events,
-    events_options,
-    typed_events,
-    v3_options,
-)
+from engine.pregel._run_events import run_events
 from engine.pregel._subgraph import CompiledGraph
 from engine.runtime import RunControl
-from engine.stream._pregel import astart_run_stream, start_run_stream
 from engine.types import (
     All,
     Durability,
@@ -488,10 +482,11 @@ class RunMethods(CompiledGraph):
             ...     print(state)
             >>> run.output
         """
-        return self._events(
+        return run_events(
+            self._as_pregel,
+            input,
+            config,
             is_async=False,
-            input=input,
-            config=config,
             transformers=transformers,
             kwargs=kwargs,
             context=context,
@@ -501,50 +496,6 @@ class RunMethods(CompiledGraph):
             stream_mode=stream_mode,
             subgraphs=subgraphs,
             version=version,
-        )
-
-    def _events(
-        self,
-        *,
-        is_async: bool,
-        input: Any,
-        config: RunnableConfig | None,
-        transformers: Sequence[Callable[[tuple[str, ...]], Any]] | None,
-        kwargs: dict[str, Any],
-        context: Any,
-        interrupt_before: All | Sequence[str] | None,
-        interrupt_after: All | Sequence[str] | None,
-        durability: Durability | None,
-        stream_mode: StreamMode | Sequence[StreamMode] | None,
-        subgraphs: bool,
-        version: str,
-    ) -> Any:
-        """What :meth:`stream_events` and :meth:`astream_events` share: v3 starts
-        a run stream, v1/v2 iterate the typed events (sync or async)."""
-        if version == "v3":
-            options = v3_options(
-                kwargs,
-                context,
-                interrupt_before,
-                interrupt_after,
-                durability,
-                stream_mode,
-                subgraphs,
-            )
-            start = astart_run_stream if is_async else start_run_stream
-            return start(self._as_pregel, input, config, transformers, options)
-        events = atyped_events if is_async else typed_events
-        return events(
-            self._as_pregel,
-            input,
-            config,
-            context=context,
-            interrupt_before=interrupt_before,
-            interrupt_after=interrupt_after,
-            durability=durability,
-            stream_mode=stream_mode,
-            subgraphs=subgraphs,
-            control=events_options(version, kwargs),
         )
 
     def astream_events(
@@ -565,10 +516,11 @@ class RunMethods(CompiledGraph):
         """Async twin of :meth:`stream_events`: ``async for`` the typed events, or
         ``await`` it with ``version="v3"`` for an
         :class:`~engine.stream.AsyncGraphRunStream`."""
-        return self._events(
+        return run_events(
+            self._as_pregel,
+            input,
+            config,
             is_async=True,
-            input=input,
-            config=config,
             transformers=transformers,
             kwargs=kwargs,
             context=context,
