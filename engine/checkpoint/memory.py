@@ -94,7 +94,6 @@ thread's previous checkpoint (a 50-node chain's JSON would be ~5 KB a step)."""
 
 _LAST_PLACES = 4
 
-
 _EMPTY = BlobRecord("empty", "empty", b"")
 """The record of every channel version without a value (one shared object)."""
 
@@ -105,10 +104,6 @@ fourth item); the last two are put back when read."""
 
 _NO_TS: Any = object()
 """A row's fourth item when the checkpoint had no creation time."""
-
-
-def _reparented(row: _Row, parent: str | None) -> _Row:
-    return (row[0], row[1], parent, *row[3:])
 
 
 _Kept = BlobRecord | bytes
@@ -149,6 +144,11 @@ def _record(kept: _Kept | None) -> BlobRecord | None:
     if isinstance(kept, bytes):
         return BlobRecord("full", "json", kept, None, None, 0, 0, len(kept))
     return kept
+
+
+def _reparented(row: _Row, parent: str | None) -> _Row:
+    """The row with another parent (the rest as it was)."""
+    return (row[0], row[1], parent, *row[3:])
 
 
 class _Plan(NamedTuple):
