@@ -38,6 +38,7 @@ from engine.checkpoint._lease import LeaseTable
 from engine.checkpoint._memory_async import MemoryAsyncMethods
 from engine.checkpoint._memory_compact import compact_structure, expand_structure
 from engine.checkpoint._memory_leases import MemoryLeases
+from engine.checkpoint._memory_narrow import dumps_narrow, is_narrow, loads_narrow
 from engine.checkpoint._pending_writes import (
     encode_task_writes,
     is_packed,
@@ -78,18 +79,20 @@ _Row = tuple[Any, ...]
 (without values) and the metadata as the serializer's ``(type, payload)``, or, for
 the types the default serializer gives them (``jsonraw`` and ``json``), as the
 payload alone (a pair costs 56 bytes). With the default serializer a narrow
-structure is plain JSON bytes without its id and creation time (the row's key and
-its fourth item: a summary reads the time without parsing, and shares the string)
-and a wide one compact tuples (``(COMPACT, tuples)``, see ``_NARROW``). Rows of
-earlier versions have three items."""
+structure is JSON bytes without its id and creation time (the row's key and its
+fourth item: a summary reads the time without parsing, and shares the string):
+the short array of ``engine.checkpoint._memory_narrow`` for the loop's checkpoints,
+the JSON object otherwise; a wide one is compact tuples (``(COMPACT, tuples)``,
+see ``_NARROW``). Rows of earlier versions have three items, or the JSON object
+where the array is kept now; both read."""
 
 COMPACT = "*mem"
 """The type of a structure kept as tuples (see ``engine.checkpoint._memory_compact``)."""
 
 _NARROW = 16
 """Structures of at most this many channels plus nodes are kept as one JSON bytes
-object (one ``orjson`` call; ~450 bytes for a 4-channel loop, against ~750 as
-tuples); wider ones as compact tuples that share what did not change with the
+object (one ``orjson`` call; ~260 bytes for a 4-channel loop as the short array,
+against ~750 as tuples); wider ones as compact tuples that share what did not change with the
 thread's previous checkpoint (a 50-node chain's JSON would be ~5 KB a step)."""
 
 _LAST_PLACES = 4
@@ -245,6 +248,8 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
     def _structure(self, typed: bytes | tuple[str, Any], where: str) -> Any:
         """A stored checkpoint structure (without values), unpacked."""
         if isinstance(typed, bytes):
+            if is_narrow(typed):
+                return loads_narrow(self.serde, typed, where)
             typed = ("jsonraw", typed)
         elif typed[0] == COMPACT:
             return expand_structure(typed[1])
@@ -499,9 +504,12 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             and getattr(self.serde, "dumps_typed_plain", None) is not None
             else None
         )
+        structure: bytes | tuple[str, Any] | None
         if shared is not None:
-            structure: bytes | tuple[str, Any] = (COMPACT, shared[0])
+            structure = (COMPACT, shared[0])
         else:
+            structure = dumps_narrow(self.serde, checkpoint, builtins.list(nil))
+        if structure is None:
             stored = {k: v for k, v in checkpoint.items() if k not in _NOT_IN_ROW}
             if nil:
                 stored["channel_values"] = nil

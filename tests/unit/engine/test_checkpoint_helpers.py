@@ -163,26 +163,34 @@ def test_an_in_memory_saver_kept_in_files_survives_a_restart(tmp_path):
         assert "t1" in reopened.deadlines
 
 
+_READ_ORDER = (
+    "v",
+    "id",
+    "ts",
+    "channel_versions",
+    "versions_seen",
+    "updated_channels",
+)
+"""The first keys of a checkpoint the in-memory saver reads back, in order."""
+
+
+def _put_first(saver: InMemorySaver, checkpoint: Any) -> str:
+    """Put ``checkpoint`` as thread t1's first; its id."""
+    config = saver.put(
+        make_config(), checkpoint, make_metadata(), checkpoint["channel_versions"]
+    )
+    return str(config["configurable"]["checkpoint_id"])
+
+
 def test_a_checkpoint_kept_as_compact_tuples_reads_back():
     """Wide structures are kept as tuples (earlier versions kept every one so, and a
     PersistentDict saved them so): a row written in that form reads back."""
     saver = InMemorySaver()
     checkpoint = make_checkpoint({"n": 1, "gone": None})
-    config = saver.put(
-        make_config(), checkpoint, make_metadata(), checkpoint["channel_versions"]
-    )
-    cid = config["configurable"]["checkpoint_id"]
+    cid = _put_first(saver, checkpoint)
     _, metadata, parent, *_ = saver.storage["t1"][""][cid]
     versions = checkpoint["channel_versions"]
-    keys = (
-        "v",
-        "id",
-        "ts",
-        "channel_versions",
-        "versions_seen",
-        "updated_channels",
-        "channel_values",
-    )
+    keys = (*_READ_ORDER, "channel_values")
     values = (
         checkpoint["v"],
         checkpoint["id"],
@@ -226,6 +234,77 @@ def test_narrow_and_wide_checkpoints_round_trip_in_their_own_form(width: int):
         expected = {k: v for k, v in checkpoint.items() if k != "channel_deltas"}
         assert loaded.checkpoint == expected
         assert list(loaded.checkpoint)[:2] == ["v", "id"]
+
+
+@pytest.mark.parametrize("schema_version", [None, 3])
+def test_a_narrow_structure_is_kept_as_a_short_array_and_reads_back_exactly(
+    schema_version: int | None,
+):
+    """The loop's key order is kept as an array, the ten zeros opening each version
+    as one byte; strings that look like the pattern or the byte round-trip too."""
+    saver = InMemorySaver()
+    tricky = '"0000000000\x01 "0000000000'
+    checkpoint = make_checkpoint({"n": 1, "gone": None, "0000000000x": tricky})
+    checkpoint["versions_seen"] = {"node": {"n": "000000000001.00000000"}}
+    checkpoint["updated_channels"] = ["n", "0000000000x"]
+    if schema_version is not None:
+        checkpoint["schema_version"] = schema_version
+    checkpoint["channel_deltas"] = {}  # a hint: never kept
+    kept = saver.storage["t1"][""][_put_first(saver, checkpoint)][0]
+    assert kept.startswith(b"[4,") and b"\x01" in kept
+    assert b"channel_versions" not in kept and b'"0000000000' not in kept
+    loaded = saver.get_tuple(make_config())
+    assert loaded is not None
+    expected = {k: v for k, v in checkpoint.items() if k != "channel_deltas"}
+    assert loaded.checkpoint == expected
+    assert list(loaded.checkpoint) == [
+        *_READ_ORDER,
+        *(["schema_version"] if schema_version is not None else []),
+        "channel_values",
+    ]
+
+
+def test_a_structure_of_another_shape_is_kept_as_its_json_object():
+    saver = InMemorySaver()
+    checkpoint = make_checkpoint({"n": 1})
+    checkpoint["extra"] = "kept"  # type: ignore[typeddict-unknown-key]
+    del checkpoint["updated_channels"]  # type: ignore[misc]
+    kept = saver.storage["t1"][""][_put_first(saver, checkpoint)][0]
+    assert kept.startswith(b"{")
+    loaded = saver.get_tuple(make_config())
+    assert loaded is not None
+    assert loaded.checkpoint == checkpoint
+
+
+def test_a_structure_kept_as_a_json_object_by_an_earlier_version_reads_back():
+    saver = InMemorySaver()
+    checkpoint = make_checkpoint({"n": 1, "gone": None})
+    cid = _put_first(saver, checkpoint)
+    row = saver.storage["t1"][""][cid]
+    earlier = (
+        b'{"v":4,"channel_versions":{"n":"%s","gone":"%s"},"versions_seen":'
+        b'{"__input__":{}},"updated_channels":null,"channel_values":{"gone":null}}'
+        % (
+            checkpoint["channel_versions"]["n"].encode(),
+            checkpoint["channel_versions"]["gone"].encode(),
+        )
+    )
+    saver.storage["t1"][""][cid] = (earlier, *row[1:])
+
+    loaded = saver.get_tuple(make_config())
+    assert loaded is not None
+    assert loaded.checkpoint == checkpoint
+
+
+def test_a_corrupt_narrow_structure_is_a_clear_serialization_error():
+    saver = InMemorySaver()
+    checkpoint = make_checkpoint({"n": 1})
+    cid = _put_first(saver, checkpoint)
+    row = saver.storage["t1"][""][cid]
+    for broken in (b"[4,{}]", b'[4,{"n":\x01', b"[4,{},{},null,{}]"):
+        saver.storage["t1"][""][cid] = (broken, *row[1:])
+        with pytest.raises(SerializationError, match=cid):
+            saver.get_tuple(make_config())
 
 
 def test_the_default_factory_keeps_nothing_on_disk(tmp_path, monkeypatch):
