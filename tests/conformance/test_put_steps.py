@@ -7,6 +7,8 @@ checkpoint id), neither it nor any other entry of the batch is stored.
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -23,6 +25,7 @@ from tests._support.builders import (
     make_metadata,
     next_checkpoint,
 )
+from tests._support.savers import SaverSpec
 
 
 def _root(saver: BaseCheckpointSaver, thread_id: str = "t1", ns: str = ""):
@@ -505,3 +508,91 @@ def test_postgres_batch_led_by_writes_checks_its_first_checkpoint_first() -> Non
     assert [c.params[-1] for c in checks] == [root["id"]]
     assert flat.index(checks[0]) == 0  # before any insert, no thread lock of its own
     assert not [s for s in flat if s.sql == DIALECT.lock_thread]
+
+
+def _large_steps(count: int, size: int) -> tuple[list[StepSave], list[Checkpoint]]:
+    """``count`` fenced steps after a root, each setting ``doc`` to a new list of
+    about ``size`` characters (lines of 1,000), written by its task (a value and
+    a write each)."""
+    root = make_checkpoint({"doc": []})
+    steps: list[StepSave] = []
+    made: list[Checkpoint] = [root]
+    for step in range(count):
+        previous = made[-1]
+        value = [chr(ord("a") + step) * 1000] * max(1, size // 1000)
+        checkpoint, changed = next_checkpoint(previous, {"doc": value}, step=step)
+        steps.append(
+            (
+                fenced(make_config("t1", previous["id"]), previous["id"]),
+                [(f"task-{step}", "~pull, a", [("doc", value)])],
+                checkpoint,
+                make_metadata(step, "loop"),
+                changed,
+            )
+        )
+        made.append(checkpoint)
+    return steps, made
+
+
+def test_postgres_batch_of_large_values_sends_each_before_serializing_the_next() -> (
+    None
+):
+    steps, _ = _large_steps(3, saves.FLUSH_BYTES)
+
+    yielded = _statements(steps)
+
+    blob_inserts = [s for s in yielded if s.sql == DIALECT["insert_blob"]]
+    assert [len(s.many) for s in blob_inserts] == [1, 1, 1]
+    # after each of the first two, the pipeline is drained (its rows are let go)
+    drains = [i for i, s in enumerate(yielded) if s.sql == DIALECT.drain]
+    assert len(drains) == 2
+    assert _round_trips(yielded) == 3
+
+
+def test_postgres_batch_of_small_values_stays_one_insert_a_table() -> None:
+    steps, _ = _large_steps(3, 1000)
+
+    yielded = _statements(steps)
+
+    assert _round_trips(yielded) == 1
+    blob_inserts = [s for s in yielded if s.sql == DIALECT["insert_blob"]]
+    assert [len(s.many) for s in blob_inserts] == [3]
+
+
+def test_a_batch_of_large_values_never_holds_them_all_serialized(
+    saver_spec: SaverSpec,
+) -> None:
+    """Four steps of a 1 MiB value each (its write too): the SQL savers send an
+    entry's rows before serializing the next, so the batch's peak stays near one
+    entry's payloads, not four (the in-memory saver keeps them all anyway)."""
+    if not saver_spec.shared:
+        pytest.skip("the memory saver keeps every payload it stores")
+    mib = 1 << 20
+    steps, made = _large_steps(4, mib)
+    with saver_spec.open() as opened:
+        root = made[0]
+        opened.put(
+            fenced(make_config("t1"), None),
+            root,
+            make_metadata(),
+            root["channel_versions"],
+        )
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            opened.put_steps(steps)
+            peak = tracemalloc.get_traced_memory()[1] - before
+        finally:
+            tracemalloc.stop()
+
+        assert _ids(opened) == [c["id"] for c in reversed(made)]
+        loaded = opened.get_tuple(make_config("t1"))
+        assert loaded is not None
+        assert loaded.checkpoint["channel_values"]["doc"] == ["d" * 1000] * (
+            mib // 1000
+        )
+    # one entry: its value and its write (1 MiB each), their serializing, and a
+    # driver's copy; not four entries' (8 MiB)
+    assert peak < 5 * mib, f"peak {peak / mib:.1f} MiB"

@@ -325,6 +325,11 @@ class SqlDialect:
     thread lock and fails the transaction unless the newest checkpoint is the
     expected one (the driver turns that failure into CheckpointConflictError).
     None: the head is fetched and compared in Python."""
+    drain: str | None = None
+    """A statement (no parameters) whose rows a write fetches, after sending the
+    rows of large values, so that a pipelining driver lets go of them before more
+    are serialized (see ``saves.FLUSH_BYTES``); None where the driver sends each
+    statement at once (SQLite)."""
     overrides: Mapping[str, str] = field(default_factory=dict)
     """Statements this dialect writes differently, by template name."""
     replan: tuple[str, ...] = ()

@@ -86,6 +86,7 @@ def drive(
     try:
         while True:
             rows = execute(stmt)
+            del stmt  # its parameters (payloads) need not live on while the op runs
             try:
                 stmt = op.send(rows)
             except StopIteration as done:
@@ -114,6 +115,7 @@ async def adrive(
     try:
         while True:
             rows = await execute(stmt)
+            del stmt  # its parameters (payloads) need not live on while the op runs
             try:
                 stmt = op.send(rows)
             except StopIteration as done:

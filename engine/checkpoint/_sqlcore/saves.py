@@ -77,13 +77,22 @@ _BlobKey = tuple[str, str, str, str]
 Staged = dict[_BlobKey, BlobRecord]
 """Chain bookkeeping of the values an operation stored (see ``ChainBook``)."""
 
+FLUSH_BYTES = 256 * 1024
+"""A batch sends the rows it gathered once their payloads pass this many bytes,
+before serializing its next entry (on Postgres, and waits for the server to take
+them: ``SqlDialect.drain``): the 64 saves a run may queue then never hold more
+than about this much serialized at once (plus one entry's own), however large
+their values. Smaller batches still go in one statement per table and, on
+Postgres, one round trip."""
+
 _WriteRow = tuple[str, int, str, str, bytes, str]
 """(task_id, idx, channel, type, payload, task_path)"""
 
 
 @dataclass(slots=True)
 class _Entry:
-    """One entry of a batch, serialized (everything that needs no stored row)."""
+    """One entry of a batch: its structure and metadata serialized, its values and
+    writes once its turn comes (:func:`_encode`)."""
 
     thread_id: str
     ns: str
@@ -102,6 +111,11 @@ class _Entry:
     """channel -> (base version, start, value) of the list channels that may be
     stored as deltas (decided once the base's chain bookkeeping is known)."""
     write_rows: list[_WriteRow] = field(default_factory=list)
+    values: dict[str, Any] = field(default_factory=dict)
+    """channel -> value stored whole, serialized when the entry's rows are made
+    (``_encode``), so a batch holds the payloads of a few entries at a time."""
+    task_writes: Sequence[TaskWrites] = ()
+    """The writes saved against ``target_id``, serialized with the values."""
     deadline: datetime | None = None
     lease: tuple[str, str] | None = None
     """``(lease_checkpoint_ns, holder)`` of a save fenced by a thread lease."""
@@ -188,20 +202,9 @@ def _prepare_put(
         if (hint := hints.get(channel)) is not None and channel in entry.lists:
             entry.deltas[channel] = (str(hint[0]), hint[1], value)
         else:
-            entry.blobs[channel] = encode_blob(serde, value, None, None)
-    parent_writes: bytes | None = None
+            entry.values[channel] = value
     if entry.target_id is not None:
-        entry.write_rows = [
-            row
-            for task_id, task_path, writes in task_writes
-            for row in _encode_writes(serde, writes, task_id, task_path)
-        ]
-        if _keeps_writes_in_row(entry):
-            regular = [
-                (t, path, data) for t, i, _, _, data, path in entry.write_rows if i >= 0
-            ]
-            entry.write_rows = [row for row in entry.write_rows if row[1] < 0]
-            parent_writes = pack_task_writes(regular) if regular else None
+        entry.task_writes = task_writes
     entry.row = (
         thread_id,
         ns,
@@ -210,7 +213,6 @@ def _prepare_put(
         *checkpoint_typed,
         *metadata_typed,
         checkpoint.get("ts"),
-        parent_writes,
     )
     if default_ttl is not None:
         entry.deadline = ttl_deadline(default_ttl)
@@ -234,12 +236,31 @@ def _prepare_writes(
         str(checkpoint_id),
         lease=held_lease(config),
     )
-    entry.write_rows = [
+    entry.task_writes = task_writes
+    return entry
+
+
+def _encode(serde: SerializerProtocol, e: _Entry) -> None:
+    """Serialize an entry's values and writes (its deltas are encoded by
+    ``_store``, which knows their bases); a checkpoint's row gets its last column,
+    the regular writes kept in it (``_keeps_writes_in_row``)."""
+    for channel, value in e.values.items():
+        e.blobs[channel] = encode_blob(serde, value, None, None)
+    e.values = {}
+    e.write_rows = [
         row
-        for task_id, task_path, writes in task_writes
+        for task_id, task_path, writes in e.task_writes
         for row in _encode_writes(serde, writes, task_id, task_path)
     ]
-    return entry
+    e.task_writes = ()
+    if e.row is None:
+        return
+    parent_writes: bytes | None = None
+    if _keeps_writes_in_row(e):
+        regular = [(t, path, data) for t, i, _, _, data, path in e.write_rows if i >= 0]
+        e.write_rows = [row for row in e.write_rows if row[1] < 0]
+        parent_writes = pack_task_writes(regular) if regular else None
+    e.row = (*e.row, parent_writes)
 
 
 def put(
@@ -311,7 +332,7 @@ def put_writes(
     See ``engine.checkpoint._pending_writes``.
     """
     entry = _prepare_writes(serde, config, [(task_id, task_path, writes)])
-    if entry.write_rows:
+    if writes:
         yield from _store(d, serde, [entry])
 
 
@@ -438,6 +459,7 @@ def _store(
     checkpoint_rows: list[tuple[Any, ...]] = []
     deadlines: dict[str, datetime] = {}
     results: list[RunnableConfig | None] = []
+    queued = 0  # payload bytes gathered since the last flush
 
     def flush() -> Op[None]:
         if keep:
@@ -454,6 +476,51 @@ def _store(
         replace.clear()
         blob_rows.clear()
         checkpoint_rows.clear()
+
+    def gather(e: _Entry) -> int:
+        """Serialize an entry and add its rows to the lists ``flush`` sends; the
+        bytes of their payloads. (A function, so that none of them outlives it.)"""
+        _encode(serde, e)
+        size = 0
+        for task_id, idx, channel, type_tag, payload, path in e.write_rows:
+            size += len(payload)
+            row = (
+                e.thread_id,
+                e.ns,
+                e.target_id,
+                task_id,
+                idx,
+                channel,
+                type_tag,
+                payload,
+                path,
+            )
+            (keep if idx >= 0 else replace).append(row)
+        e.write_rows = []
+        if e.checkpoint_id is None:
+            return size
+        for channel, (base, start, value) in e.deltas.items():
+            e.blobs[channel] = encode_blob(
+                serde,
+                value,
+                (base, start),
+                records.get((e.thread_id, e.ns, channel, base)),
+            )
+        for channel, record in e.blobs.items():
+            blob_key = (e.thread_id, e.ns, channel, e.versions[channel])
+            if blob_key not in records:  # the first insert of a key is the one kept
+                # A later delta's base needs its bookkeeping, not its payload.
+                records[blob_key] = bookkeeping = record._replace(payload=b"")
+                if staged is not None and channel in e.lists:
+                    staged[blob_key] = bookkeeping
+            blob_rows.append(d.blob_params((*blob_key, *record)))
+            size += len(record.payload)
+        e.blobs = {}
+        assert e.row is not None
+        checkpoint_rows.append(d.checkpoint_params(e.row))
+        size += len(e.row[-1] or b"")
+        e.row = None  # its last column can be large (the writes kept in the row)
+        return size
 
     if checked_lead:
         # Checked by the database, which locks the thread until the commit: from
@@ -475,38 +542,18 @@ def _store(
                 yield from flush()
                 yield Stmt(d.expect_head, (e.thread_id, e.ns, e.expected))
                 heads[place] = e.expected
-        for task_id, idx, channel, type_tag, payload, path in e.write_rows:
-            row = (
-                e.thread_id,
-                e.ns,
-                e.target_id,
-                task_id,
-                idx,
-                channel,
-                type_tag,
-                payload,
-                path,
-            )
-            (keep if idx >= 0 else replace).append(row)
+        if queued > FLUSH_BYTES:
+            # Large values: send what is gathered before serializing more, so
+            # the batch never holds many of them at once (a pipelining driver
+            # holds them until it reads a result: one round trip more).
+            yield from flush()
+            if d.drain is not None:
+                yield Stmt(d.drain, fetch=True)
+            queued = 0
+        queued += gather(e)
         if e.checkpoint_id is None:
             results.append(None)
             continue
-        for channel, (base, start, value) in e.deltas.items():
-            e.blobs[channel] = encode_blob(
-                serde,
-                value,
-                (base, start),
-                records.get((e.thread_id, e.ns, channel, base)),
-            )
-        for channel, record in e.blobs.items():
-            blob_key = (e.thread_id, e.ns, channel, e.versions[channel])
-            if blob_key not in records:  # the first insert of a key is the one kept
-                records[blob_key] = record
-                if staged is not None and channel in e.lists:
-                    staged[blob_key] = record._replace(payload=b"")
-            blob_rows.append(d.blob_params((*blob_key, *record)))
-        assert e.row is not None
-        checkpoint_rows.append(d.checkpoint_params(e.row))
         if place in heads:
             head = heads[place]
             heads[place] = (

@@ -533,6 +533,7 @@ DIALECT = PostgresDialect(
     ts=_TS,
     lock_thread=f"SELECT pg_advisory_xact_lock({THREAD_LOCK_CLASS}, hashtext(%s))",
     expect_head="SELECT engine_checkpoint_expect_head(%s, %s, %s)",
+    drain="SELECT 1",
     replan=("writes_for_checkpoints", "child_writes_for_checkpoints"),
     overrides={
         **LEASE_STATEMENTS,
