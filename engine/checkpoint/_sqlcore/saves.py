@@ -14,7 +14,13 @@ put_writes. Semantics are InMemorySaver's, statement for statement.
   by the batch itself nor known from the saver's earlier saves: ``ChainBook``),
   then the inserts and the commit, which a pipelining driver sends together.
   Where the database checks the head itself (Postgres), a put or a batch is one
-  round trip, deltas included when their bases are known.
+  round trip, deltas included when their bases are known, and one more each time
+  its payloads pass ``FLUSH_BYTES`` (the pipeline is drained before more values
+  are serialized).
+* Serializing: a checkpoint's structure and metadata before the transaction, its
+  values and writes inside it, entry by entry, just before their rows are sent,
+  so a batch of large values never holds them all serialized. A value that
+  cannot be stored fails the transaction: nothing of the batch is kept.
 * Channel values are written once per (thread, namespace, channel, version);
   list channels that only grew are written as deltas on their base version.
 * Storage layout: the checkpoint dict is stored without its ``id`` (the

@@ -216,7 +216,7 @@ class SqliteSaver(SqlCheckpointSaver):
             return cursor.fetchall() if stmt.fetch else None
 
         def begin() -> None:
-            self.lock.acquire()  # taken only now: serializing ran without it
+            self.lock.acquire()  # taken only now: structures were serialized without it
             try:
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             except BaseException:
