@@ -91,6 +91,9 @@ than about this much serialized at once (plus one entry's own), however large
 their values. Smaller batches still go in one statement per table and, on
 Postgres, one round trip."""
 
+_NOT_A_BASE = BlobRecord("empty", "empty", b"")
+"""What a batch notes of a value stored that no delta can build on (not a list)."""
+
 _WriteRow = tuple[str, int, str, str, bytes, str]
 """(task_id, idx, channel, type, payload, task_path)"""
 
@@ -515,10 +518,13 @@ def _store(
         for channel, record in e.blobs.items():
             blob_key = (e.thread_id, e.ns, channel, e.versions[channel])
             if blob_key not in records:  # the first insert of a key is the one kept
-                # A later delta's base needs its bookkeeping, not its payload.
-                records[blob_key] = bookkeeping = record._replace(payload=b"")
-                if staged is not None and channel in e.lists:
-                    staged[blob_key] = bookkeeping
+                if channel in e.lists:
+                    # A later delta's base: its bookkeeping, not its payload.
+                    records[blob_key] = bookkeeping = record._replace(payload=b"")
+                    if staged is not None:
+                        staged[blob_key] = bookkeeping
+                else:  # never a delta's base (only lists are)
+                    records[blob_key] = _NOT_A_BASE
             blob_rows.append(d.blob_params((*blob_key, *record)))
             size += len(record.payload)
         e.blobs = {}
