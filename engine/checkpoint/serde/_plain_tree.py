@@ -3,13 +3,16 @@
 The serializer's walk (``jsonplus._Encoder``) visits a value node by node in
 Python to find what needs a tag. Most large state values (lists of records,
 documents) need none, and for them :func:`is_plain_tree` answers in a few
-passes per level of nesting that run in C: the types of a whole level at once
+passes per level of nesting that run in C: the types of a level's items at once
 (``set(map(type, ...))``), the keys of its dicts at once (``set().union``), and
 the next level in one call (``gc.get_referents``, which hands back a list's
 items and a dict's values, and its keys too when they are not all exact
-``str``, in C), several times faster than the walk. When it answers False the
-walk runs as before, so the stored bytes never depend on which path was taken:
-a plain tree is exactly what the walk would return unchanged.
+``str``, in C), several times faster than the walk. A level is taken
+``_CHUNK`` items at a time, depth first, so the lists it makes stay small
+however large the value (a whole level of 5,000 records' fields was ~300 KB
+alive at once). When it answers False the walk runs as before, so the stored
+bytes never depend on which path was taken: a plain tree is exactly what the
+walk would return unchanged.
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ MIN_ITEMS = 32
 
 _MAX_LEVELS = 64
 """Deeper values are left to the walk; this also ends a container that holds itself."""
+
+_CHUNK = 2048
+"""Items of a level checked at a time (see ``is_plain_tree``)."""
 
 _CONTAINERS = frozenset({dict, list})
 _STR = frozenset({str})
@@ -44,21 +50,31 @@ def is_plain_tree(
     """True when ``root`` holds only dicts with ``str`` keys (none named ``tag``),
     lists, finite floats and values whose exact type is in ``leaves``."""
     allowed = leaves | _CONTAINERS | {float}
-    level: list[Any] = [root]
-    for _ in range(_MAX_LEVELS):
-        kinds = set(map(type, level))
+    # Depth first over chunks of a level: what waits is at most a chunk's
+    # contents per level of nesting, never a whole level of a large value.
+    pending: list[tuple[list[Any], int, int]] = [([root], 0, 0)]
+    while pending:
+        items, start, depth = pending.pop()
+        if start + _CHUNK < len(items):
+            pending.append((items, start + _CHUNK, depth))
+            chunk = items[start : start + _CHUNK]
+        else:
+            chunk = items if start == 0 else items[start:]
+        kinds = set(map(type, chunk))
         if not kinds <= allowed:
             return False
-        if float in kinds and not all(map(math.isfinite, _pick(level, _is_float))):
+        if float in kinds and not all(map(math.isfinite, _pick(chunk, _is_float))):
             return False
         if not kinds & _CONTAINERS:
-            return True
+            continue
+        if depth + 1 >= _MAX_LEVELS:  # its contents would be one level too deep
+            return False
         if dict in kinds:
-            dicts = level if len(kinds) == 1 else _pick(level, _is_dict)
+            dicts = chunk if len(kinds) == 1 else _pick(chunk, _is_dict)
             keys = set().union(*dicts)
             if tag in keys or not set(map(type, keys)) <= _STR:
                 return False
         # Exact-str keys (just checked) are not handed back with the values, and
         # were they, they are leaves: the next level is the containers' contents.
-        level = get_referents(*level)
-    return False
+        pending.append((get_referents(*chunk), 0, depth + 1))
+    return True
