@@ -10,11 +10,13 @@ row's fourth item, its values are kept per version) as the JSON array
     [v, channel_versions, versions_seen, updated_channels, [names of None values]]
 
 with ``schema_version`` as a sixth item when the checkpoint has one, so the key
-names are not repeated in every row; and each ``"0000000000`` (a quote and ten
-zeros: how a version string of the default form opens, ``"000000000006.dc541d97"``)
-is written as the single byte ``0x01``, which JSON never holds unescaped, so the
-reverse replacement is exact whatever the strings are. For a four-channel loop
-that is ~230 bytes a step instead of ~390 (the dict as JSON). A structure of
+names are not repeated in every row; and the run of zeros that opens a version
+string of the default form (``"000000000006.dc541d97"``: twelve digits, zero
+padded) is written as one byte JSON never holds unescaped: ``"0000000000`` (a
+quote and ten zeros: counters below 100) as ``0x01``, else ``"0000000`` (seven:
+below 100,000) as ``0x02``, so the reverse replacement is exact whatever the
+strings are. For a four-channel loop that is ~230 bytes a step instead of ~390
+(the dict as JSON). A structure of
 another shape (other keys, another order) is kept as the JSON object it is.
 """
 
@@ -28,8 +30,8 @@ from engine.errors import SerializationError
 
 __all__ = ("dumps_narrow", "is_narrow", "loads_narrow")
 
-_ZEROS = b'"0000000000'
-_MARK = b"\x01"
+_SHORTENED = ((b'"0000000000', b"\x01"), (b'"0000000', b"\x02"))
+"""Runs of zeros and the byte each is written as, longest first."""
 
 _SKIPPED = frozenset({"channel_values", "channel_deltas", "id", "ts"})
 _KEYS = ("v", "channel_versions", "versions_seen", "updated_channels")
@@ -73,7 +75,9 @@ def dumps_narrow(
     tag, payload = plain(parts)
     if tag != "jsonraw":
         return None
-    data: bytes = payload.replace(_ZEROS, _MARK)
+    for zeros, mark in _SHORTENED:
+        payload = payload.replace(zeros, mark)
+    data: bytes = payload
     return data
 
 
@@ -84,7 +88,9 @@ def is_narrow(data: bytes) -> bool:
 
 def loads_narrow(serde: SerializerProtocol, data: bytes, where: str) -> dict[str, Any]:
     """The structure (without id, time and values) that ``dumps_narrow`` kept."""
-    parts = load_stored(serde, ("jsonraw", data.replace(_MARK, _ZEROS)), where)
+    for zeros, mark in _SHORTENED:
+        data = data.replace(mark, zeros)
+    parts = load_stored(serde, ("jsonraw", data), where)
     if (
         type(parts) is not list
         or len(parts) not in (5, 6)

@@ -243,16 +243,18 @@ def test_a_narrow_structure_is_kept_as_a_short_array_and_reads_back_exactly(
     """The loop's key order is kept as an array, the ten zeros opening each version
     as one byte; strings that look like the pattern or the byte round-trip too."""
     saver = InMemorySaver()
-    tricky = '"0000000000\x01 "0000000000'
+    tricky = '"0000000000\x01\x02 "0000000000 "00000000000000000 "0000000'
     checkpoint = make_checkpoint({"n": 1, "gone": None, "0000000000x": tricky})
-    checkpoint["versions_seen"] = {"node": {"n": "000000000001.00000000"}}
+    checkpoint["versions_seen"] = {
+        "node": {"n": "000000000001.00000000", "gone": "000000012345.0000abcd"}
+    }
     checkpoint["updated_channels"] = ["n", "0000000000x"]
     if schema_version is not None:
         checkpoint["schema_version"] = schema_version
     checkpoint["channel_deltas"] = {}  # a hint: never kept
     kept = saver.storage["t1"][""][_put_first(saver, checkpoint)][0]
-    assert kept.startswith(b"[4,") and b"\x01" in kept
-    assert b"channel_versions" not in kept and b'"0000000000' not in kept
+    assert kept.startswith(b"[4,") and b"\x01" in kept and b"\x02" in kept
+    assert b"channel_versions" not in kept and b'"0000000' not in kept
     loaded = saver.get_tuple(make_config())
     assert loaded is not None
     expected = {k: v for k, v in checkpoint.items() if k != "channel_deltas"}
