@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from engine._internal._constants import PULL, PUSH, TASKS
+from engine._internal._ids import task_id_for
 from engine.channels import (
     BaseChannel,
     BinaryOperatorAggregate,
@@ -141,6 +142,28 @@ def test_prepare_next_tasks_task_ids_are_deterministic_per_checkpoint_and_step()
 
     assert list(first) == list(again)
     assert list(first) != list(next_step)
+
+
+def test_a_pull_task_id_is_the_hash_of_its_parts_whatever_is_cached() -> None:
+    """Stored pending writes are matched by task id, so the id of a pull task
+    must stay the one its parts give, however the node keeps their encoding."""
+    nodes = {"a": node("a", ["x", "go:a"], ["x"])}
+    channels = {"x": LastValue(int), "go:a": EphemeralValue(None)}
+    checkpoint, _ = start(channels, nodes, [("x", 1), ("go:a", None)])
+    expected = task_id_for(checkpoint["id"], "", "3", "a", PULL, "go:a", "x")
+
+    assert list(prepare_next_tasks(checkpoint, nodes, channels, 3)) == [expected]
+    assert list(prepare_next_tasks(checkpoint, nodes, channels, 3)) == [expected]
+    # the same node under another name, or with other triggers, ids by those
+    renamed = {"b": nodes["a"]}
+    assert list(prepare_next_tasks(checkpoint, renamed, channels, 3)) == [
+        task_id_for(checkpoint["id"], "", "3", "b", PULL, "go:a", "x")
+    ]
+    nodes["a"].triggers.remove("go:a")
+    nodes["a"].refresh_triggers()
+    assert list(prepare_next_tasks(checkpoint, nodes, channels, 3)) == [
+        task_id_for(checkpoint["id"], "", "3", "a", PULL, "x")
+    ]
 
 
 def test_prepare_next_tasks_skips_a_node_that_already_saw_the_version() -> None:
