@@ -46,16 +46,14 @@ def new_checkpoint_id(step: int = 0) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-def task_id_parts(*parts: str | int | bytes) -> bytes:
-    """The bytes :func:`task_id_for` hashes for ``parts``: given as one ``bytes``
-    part in their place, parts that stay the same (a node's name and triggers)
-    give the same id for a fraction of the work."""
-    return b"\x00".join(p if isinstance(p, bytes) else str(p).encode() for p in parts)
-
-
 def task_id_for(*parts: str | int | bytes) -> str:
     """Deterministic task id (UUID-shaped) from the parts that identify a task."""
-    raw = bytearray(hashlib.blake2b(task_id_parts(*parts), digest_size=16).digest())
+    raw = bytearray(
+        hashlib.blake2b(
+            b"\x00".join(p if isinstance(p, bytes) else str(p).encode() for p in parts),
+            digest_size=16,
+        ).digest()
+    )
     raw[6] = (raw[6] & 0x0F) | 0x50
     raw[8] = (raw[8] & 0x3F) | 0x80
     h = raw.hex()

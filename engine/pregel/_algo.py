@@ -20,7 +20,7 @@ from engine._internal._constants import (
     RESERVED_WRITES,
     TASKS,
 )
-from engine._internal._ids import task_id_for, task_id_parts
+from engine._internal._ids import task_id_for
 from engine._internal._typing import MISSING
 from engine.channels.base import BaseChannel
 from engine.checkpoint.base import Checkpoint
@@ -215,14 +215,9 @@ def prepare_next_tasks(
         ):
             continue
         triggers = node.sorted_triggers
-        tail = node.pull_id_tail  # the id's parts that stay the same, encoded once
-        if tail is None or tail[0] is not name or tail[1] is not triggers:
-            tail = node.pull_id_tail = (
-                name,
-                triggers,
-                task_id_parts(name, PULL, *triggers),
-            )
-        task_id = task_id_for(checkpoint_id, checkpoint_ns, step_str, tail[2])
+        task_id = task_id_for(
+            checkpoint_id, checkpoint_ns, step_str, name, PULL, *triggers
+        )
         value = node.read_input(channels, step, stop)
         if value is MISSING:
             continue

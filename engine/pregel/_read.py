@@ -48,7 +48,6 @@ class PregelNode:
         "mapper",
         "metadata",
         "name",
-        "pull_id_tail",
         "retry_policy",
         "sorted_triggers",
         "subgraphs",
@@ -79,9 +78,6 @@ class PregelNode:
         self.name = name
         self.triggers = list(triggers)
         self.sorted_triggers = tuple(sorted(self.triggers))
-        self.pull_id_tail: tuple[str, tuple[str, ...], bytes] | None = None
-        """(name, sorted triggers, the bytes its pull tasks' ids end with), made by
-        ``_algo.prepare_next_tasks`` on first use."""
         self.channels = channels
         self.bound = bound
         self.writers = list(writers)
@@ -97,7 +93,6 @@ class PregelNode:
 
     def refresh_triggers(self) -> None:
         self.sorted_triggers = tuple(sorted(self.triggers))
-        self.pull_id_tail = None
 
     def read_input(
         self,

@@ -144,9 +144,9 @@ def test_prepare_next_tasks_task_ids_are_deterministic_per_checkpoint_and_step()
     assert list(first) != list(next_step)
 
 
-def test_a_pull_task_id_is_the_hash_of_its_parts_whatever_is_cached() -> None:
+def test_a_pull_task_id_is_the_hash_of_its_parts() -> None:
     """Stored pending writes are matched by task id, so the id of a pull task
-    must stay the one its parts give, however the node keeps their encoding."""
+    must stay the one its checkpoint, step, name and triggers give."""
     nodes = {"a": node("a", ["x", "go:a"], ["x"])}
     channels = {"x": LastValue(int), "go:a": EphemeralValue(None)}
     checkpoint, _ = start(channels, nodes, [("x", 1), ("go:a", None)])
