@@ -20,6 +20,7 @@ from engine.errors import SerializationError
 
 __all__ = (
     "DELTA_WEIGHT",
+    "EMPTY_RECORD",
     "MAX_CHAIN",
     "READ_MAX_CHAIN",
     "BlobRecord",
@@ -77,6 +78,11 @@ class BlobRecord(NamedTuple):
     """Bytes of all deltas along the chain, this one included."""
     root: int = 0
     """Bytes of the full value at the root of the chain."""
+
+
+EMPTY_RECORD = BlobRecord("empty", "empty", b"")
+"""The record of a channel version without a value (one shared object); no delta
+builds on it."""
 
 
 def encode_blob(

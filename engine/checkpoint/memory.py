@@ -26,6 +26,7 @@ from engine._internal._constants import (
 )
 from engine._internal._typing import RunnableConfig
 from engine.checkpoint._blobs import (
+    EMPTY_RECORD,
     BlobRecord,
     decode_blobs,
     dumps_structure,
@@ -96,9 +97,6 @@ against ~750 as tuples); wider ones as compact tuples that share what did not ch
 thread's previous checkpoint (a 50-node chain's JSON would be ~5 KB a step)."""
 
 _LAST_PLACES = 4
-
-_EMPTY = BlobRecord("empty", "empty", b"")
-"""The record of every channel version without a value (one shared object)."""
 
 _NOT_IN_ROW = frozenset({"channel_values", "channel_deltas", "id", "ts"})
 """Checkpoint keys a JSON structure leaves out: the values (kept per version), the
@@ -497,7 +495,7 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
                     encode_blob(self.serde, values[channel], delta, base)
                 )
             else:
-                blobs[key] = _EMPTY
+                blobs[key] = EMPTY_RECORD
         shared = (
             compact_structure(checkpoint, tuple(nil), self._last.get(place))
             if len(versions) + len(checkpoint.get("versions_seen", ())) > _NARROW

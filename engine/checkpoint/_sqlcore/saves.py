@@ -48,6 +48,7 @@ from engine._internal._constants import (
 )
 from engine._internal._typing import RunnableConfig
 from engine.checkpoint._blobs import (
+    EMPTY_RECORD,
     BlobRecord,
     dumps_structure,
     encode_blob,
@@ -90,9 +91,6 @@ them: ``SqlDialect.drain``): the 64 saves a run may queue then never hold more
 than about this much serialized at once (plus one entry's own), however large
 their values. Smaller batches still go in one statement per table and, on
 Postgres, one round trip."""
-
-_NOT_A_BASE = BlobRecord("empty", "empty", b"")
-"""What a batch notes of a value stored that no delta can build on (not a list)."""
 
 _WriteRow = tuple[str, int, str, str, bytes, str]
 """(task_id, idx, channel, type, payload, task_path)"""
@@ -203,7 +201,7 @@ def _prepare_put(
             continue
         entry.versions[channel] = str(version)
         if channel not in values:
-            entry.blobs[channel] = BlobRecord("empty", "empty", b"")
+            entry.blobs[channel] = EMPTY_RECORD
             continue
         value = values[channel]
         if isinstance(value, list):
@@ -523,8 +521,8 @@ def _store(
                     records[blob_key] = bookkeeping = record._replace(payload=b"")
                     if staged is not None:
                         staged[blob_key] = bookkeeping
-                else:  # never a delta's base (only lists are)
-                    records[blob_key] = _NOT_A_BASE
+                else:  # never a delta's base (only lists are): noted as such
+                    records[blob_key] = EMPTY_RECORD
             blob_rows.append(d.blob_params((*blob_key, *record)))
             size += len(record.payload)
         e.blobs = {}
