@@ -11,6 +11,7 @@ import asyncio
 import queue
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from engine import events as ev
@@ -37,87 +38,58 @@ from engine.types import (
 if TYPE_CHECKING:
     from engine.pregel.main import Pregel
 
-__all__ = ("atyped_events", "run_events", "typed_events")
+__all__ = ("EventRunOptions", "atyped_events", "run_events", "typed_events")
 
 _EVENT_MODES = frozenset({"events", "custom"})
 _NO_PARTS: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class EventRunOptions:
+    """The run options ``stream_events`` / ``astream_events`` name, as given."""
+
+    context: Any = None
+    interrupt_before: All | Sequence[str] | None = None
+    interrupt_after: All | Sequence[str] | None = None
+    durability: Durability | None = None
+    stream_mode: StreamMode | Sequence[StreamMode] | None = None
+    subgraphs: bool = False
 
 
 def run_events(
     graph: Pregel,
     input: Any,
     config: RunnableConfig | None,
+    options: EventRunOptions,
     *,
     is_async: bool,
     transformers: Sequence[Callable[[tuple[str, ...]], Any]] | None,
     kwargs: dict[str, Any],
-    context: Any,
-    interrupt_before: All | Sequence[str] | None,
-    interrupt_after: All | Sequence[str] | None,
-    durability: Durability | None,
-    stream_mode: StreamMode | Sequence[StreamMode] | None,
-    subgraphs: bool,
     version: str,
 ) -> Any:
     """What ``stream_events`` and ``astream_events`` return: for ``version="v3"``
     a started run stream, else the typed events (sync or async)."""
     if version == "v3":
-        options = _v3_options(
-            kwargs,
-            context,
-            interrupt_before,
-            interrupt_after,
-            durability,
-            stream_mode,
-            subgraphs,
-        )
         start = astart_run_stream if is_async else start_run_stream
-        return start(graph, input, config, transformers, options)
+        return start(graph, input, config, transformers, _v3_options(kwargs, options))
     events = atyped_events if is_async else typed_events
-    return events(
-        graph,
-        input,
-        config,
-        context=context,
-        interrupt_before=interrupt_before,
-        interrupt_after=interrupt_after,
-        durability=durability,
-        stream_mode=stream_mode,
-        subgraphs=subgraphs,
-        control=_events_options(version, kwargs),
-    )
+    return events(graph, input, config, options, _events_options(version, kwargs))
 
 
 def typed_events(
     graph: Pregel,
     input: Any,
     config: RunnableConfig | None,
-    *,
-    context: Any,
-    interrupt_before: All | Sequence[str] | None,
-    interrupt_after: All | Sequence[str] | None,
-    durability: Durability | None,
-    stream_mode: StreamMode | Sequence[StreamMode] | None,
-    subgraphs: bool,
+    options: EventRunOptions,
     control: RunControl | None,
 ) -> Iterator[ev.RunEvent]:
     chunks: queue.SimpleQueue[Any] = queue.SimpleQueue()
     loop, parts = _events_loop(
-        graph,
-        input,
-        config,
-        chunks.put,
-        is_async=False,
-        context=context,
-        interrupt_before=interrupt_before,
-        interrupt_after=interrupt_after,
-        durability=durability,
-        stream_mode=stream_mode,
-        control=control,
+        graph, input, config, chunks.put, options, control, is_async=False
     )
     try:
         for ns, mode, payload in drive(graph, loop, chunks, True):
-            yield from _events_of(ns, mode, payload, parts, subgraphs)
+            yield from _events_of(ns, mode, payload, parts, options.subgraphs)
     except GeneratorExit:
         raise  # the consumer stopped listening: nothing more to say
     except BaseException as exc:
@@ -130,32 +102,16 @@ async def atyped_events(
     graph: Pregel,
     input: Any,
     config: RunnableConfig | None,
-    *,
-    context: Any,
-    interrupt_before: All | Sequence[str] | None,
-    interrupt_after: All | Sequence[str] | None,
-    durability: Durability | None,
-    stream_mode: StreamMode | Sequence[StreamMode] | None,
-    subgraphs: bool,
+    options: EventRunOptions,
     control: RunControl | None,
 ) -> AsyncIterator[ev.RunEvent]:
     chunks: asyncio.Queue[Any] = asyncio.Queue()
     loop, parts = _events_loop(
-        graph,
-        input,
-        config,
-        async_sink(chunks),
-        is_async=True,
-        context=context,
-        interrupt_before=interrupt_before,
-        interrupt_after=interrupt_after,
-        durability=durability,
-        stream_mode=stream_mode,
-        control=control,
+        graph, input, config, async_sink(chunks), options, control, is_async=True
     )
     try:
         async for ns, mode, payload in adrive(graph, loop, chunks):
-            for event in _events_of(ns, mode, payload, parts, subgraphs):
+            for event in _events_of(ns, mode, payload, parts, options.subgraphs):
                 yield event
     except GeneratorExit:
         raise  # the consumer stopped listening: nothing more to say
@@ -170,30 +126,26 @@ def _events_loop(
     input: Any,
     config: RunnableConfig | None,
     put: Callable[[StreamChunk], None],
+    options: EventRunOptions,
+    control: RunControl | None,
     *,
     is_async: bool,
-    context: Any,
-    interrupt_before: All | Sequence[str] | None,
-    interrupt_after: All | Sequence[str] | None,
-    durability: Durability | None,
-    stream_mode: StreamMode | Sequence[StreamMode] | None,
-    control: RunControl | None,
 ) -> tuple[PregelLoop, frozenset[str]]:
     """What :func:`typed_events` and :func:`atyped_events` share: the run's loop
     (its chunks go to ``put``, and to a parent run that asked for them) and the
     modes yielded as ``StreamPart`` events."""
-    modes, parts = _event_modes(stream_mode)
+    modes, parts = _event_modes(options.stream_mode)
     loop = make_loop(
         graph,
         input,
         config,
-        context=context,
+        context=options.context,
         modes=modes,
         sink=forwarding(put, parent_sink(current_scope(), config)),
         output_keys=None,
-        interrupt_before=interrupt_before,
-        interrupt_after=interrupt_after,
-        durability=durability,
+        interrupt_before=options.interrupt_before,
+        interrupt_after=options.interrupt_after,
+        durability=options.durability,
         is_async=is_async,
         control=control,
     )
@@ -222,29 +174,21 @@ def _events_options(version: str, kwargs: dict[str, Any]) -> RunControl | None:
     return control  # type: ignore[no-any-return]
 
 
-def _v3_options(
-    kwargs: dict[str, Any],
-    context: Any,
-    interrupt_before: All | Sequence[str] | None,
-    interrupt_after: All | Sequence[str] | None,
-    durability: Durability | None,
-    stream_mode: StreamMode | Sequence[StreamMode] | None,
-    subgraphs: bool,
-) -> dict[str, Any]:
+def _v3_options(kwargs: dict[str, Any], options: EventRunOptions) -> dict[str, Any]:
     """``stream()`` options of a v3 run; ``stream_mode``/``subgraphs`` are passed on
     only when given, so that the v3 starter refuses them."""
-    options: dict[str, Any] = {
+    given: dict[str, Any] = {
         **kwargs,
-        "context": context,
-        "interrupt_before": interrupt_before,
-        "interrupt_after": interrupt_after,
-        "durability": durability,
+        "context": options.context,
+        "interrupt_before": options.interrupt_before,
+        "interrupt_after": options.interrupt_after,
+        "durability": options.durability,
     }
-    if stream_mode is not None:
-        options["stream_mode"] = stream_mode
-    if subgraphs:
-        options["subgraphs"] = subgraphs
-    return options
+    if options.stream_mode is not None:
+        given["stream_mode"] = options.stream_mode
+    if options.subgraphs:
+        given["subgraphs"] = options.subgraphs
+    return given
 
 
 def _event_modes(

@@ -27,7 +27,7 @@ from engine.pregel._drive import (
 from engine.pregel._io import Mapper, format_chunk, format_part, stream_modes
 from engine.pregel._lease import OnBusy, with_on_busy
 from engine.pregel._loop import PregelLoop, StreamChunk
-from engine.pregel._run_events import run_events
+from engine.pregel._run_events import EventRunOptions, run_events
 from engine.pregel._subgraph import CompiledGraph
 from engine.runtime import RunControl
 from engine.types import (
@@ -482,19 +482,22 @@ class RunMethods(CompiledGraph):
             ...     print(state)
             >>> run.output
         """
+        options = EventRunOptions(
+            context,
+            interrupt_before,
+            interrupt_after,
+            durability,
+            stream_mode,
+            subgraphs,
+        )
         return run_events(
             self._as_pregel,
             input,
             config,
+            options,
             is_async=False,
             transformers=transformers,
             kwargs=kwargs,
-            context=context,
-            interrupt_before=interrupt_before,
-            interrupt_after=interrupt_after,
-            durability=durability,
-            stream_mode=stream_mode,
-            subgraphs=subgraphs,
             version=version,
         )
 
@@ -516,19 +519,22 @@ class RunMethods(CompiledGraph):
         """Async twin of :meth:`stream_events`: ``async for`` the typed events, or
         ``await`` it with ``version="v3"`` for an
         :class:`~engine.stream.AsyncGraphRunStream`."""
+        options = EventRunOptions(
+            context,
+            interrupt_before,
+            interrupt_after,
+            durability,
+            stream_mode,
+            subgraphs,
+        )
         return run_events(
             self._as_pregel,
             input,
             config,
+            options,
             is_async=True,
             transformers=transformers,
             kwargs=kwargs,
-            context=context,
-            interrupt_before=interrupt_before,
-            interrupt_after=interrupt_after,
-            durability=durability,
-            stream_mode=stream_mode,
-            subgraphs=subgraphs,
             version=version,
         )
 
