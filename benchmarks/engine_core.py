@@ -26,6 +26,7 @@ from benchmarks._harness import (
     LANGGRAPH,
     Lib,
     Preparer,
+    Renewing,
     RunFn,
     Table,
     add_geomean,
@@ -157,12 +158,19 @@ class Runner:
         self, lib: Lib, builder: Any, saver: Any = False, recursion_limit: int = 25
     ) -> None:
         """``saver``: False (no checkpointer), True (the library's InMemorySaver) or a saver."""
+        self.lib, self.builder, self.renewable = lib, builder, saver is True
         if saver is True:
             saver = lib.get("checkpoint.memory", "InMemorySaver")()
         self.checkpointer = None if saver is False or saver is None else saver
         self.graph = builder.compile(checkpointer=self.checkpointer)
         self.saver = self.checkpointer is not None
         self.recursion_limit = recursion_limit
+
+    def renew(self) -> None:
+        """A new InMemorySaver (when the runner made its own): see ``_harness.traced_peak``."""
+        if self.renewable:
+            self.checkpointer = self.lib.get("checkpoint.memory", "InMemorySaver")()
+            self.graph = self.builder.compile(checkpointer=self.checkpointer)
 
     def config(self) -> dict[str, Any]:
         config: dict[str, Any] = {"recursion_limit": self.recursion_limit}
@@ -190,7 +198,7 @@ def chain_prep(lib: Lib, saver: bool) -> Preparer:
                 out = runner.invoke({"x": i})
                 assert out["x"] == i + CHAIN_NODES, out
 
-        yield run
+        yield Renewing(run, runner.renew)
 
     return prepare
 
@@ -206,7 +214,7 @@ def loop_run(lib: Lib, saver: Any, steps: int, items: int = 0) -> RunFn:
         out = runner.invoke(inp)
         assert out["n"] == steps, out
 
-    return run
+    return Renewing(run, runner.renew)
 
 
 def stream_modes_prep(lib: Lib, saver: bool, steps: int) -> Preparer:
@@ -230,7 +238,7 @@ def stream_modes_prep(lib: Lib, saver: bool, steps: int) -> Preparer:
             assert last == ("values", {"n": steps, "limit": steps}), last
             assert count == 2 * steps + 1, count
 
-        yield run
+        yield Renewing(run, runner.renew)
 
     return prepare
 
@@ -280,7 +288,7 @@ def fanout_prep(lib: Lib, saver: bool) -> Preparer:
             out = runner.invoke({"tasks": FANOUT_TASKS, "results": []})
             assert out["total"] == expected, out
 
-        yield run
+        yield Renewing(run, runner.renew)
 
     return prepare
 
