@@ -13,7 +13,9 @@ is kept as JSON bytes: one object beats the tuples there (see ``memory._NARROW``
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from itertools import compress
+from operator import ne
 from typing import Any
 
 __all__ = ("compact_structure", "expand_structure")
@@ -30,9 +32,21 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 # that is not a scalar) is stored serialized instead (``compact_structure`` says None).
 
 
-_Seen = dict[str, tuple[dict[str, Any], tuple[str, tuple[str, ...], tuple[Any, ...]]]]
-"""Per node: a copy of versions it had seen (all strings) and the entry stored for
-them; updated in place by each call for the same thread and namespace."""
+class _Seen:
+    """What the next call for the same thread and namespace may share: the nodes
+    of the last ``versions_seen`` in order and, per node, a copy of the versions
+    it had seen (None when they were not all strings: ``1 == 1.0 == True`` makes
+    equal versions of other types unsafe to share) and the entry stored for them.
+    Updated in place by each call; a cache, never stale (an entry is replaced
+    together with its copy)."""
+
+    __slots__ = ("copies", "entries", "nodes")
+
+    def __init__(self) -> None:
+        self.nodes: tuple[str, ...] = ()
+        self.copies: builtins.list[dict[str, Any] | None] = []
+        self.entries: builtins.list[Any] = []
+
 
 _NOT_STRUCTURE = frozenset({"channel_values", "channel_deltas"})
 _SPECIAL = frozenset({"channel_versions", "versions_seen", "updated_channels"})
@@ -68,7 +82,7 @@ def compact_structure(
     are some, sharing parts equal to those of ``prev`` (what an earlier call
     returned); and what the next call needs to share with this one. None if the
     structure has another shape (see above)."""
-    prev_compact, seen = prev if prev is not None else (None, {})
+    prev_compact, seen = prev if prev is not None else (None, _Seen())
     keys, scalars = _layout(tuple(checkpoint), bool(nil))
     if not set(map(type, map(checkpoint.__getitem__, scalars))) <= _SCALARS:
         return None
@@ -106,30 +120,45 @@ def _seen_entries(value: Any, seen: _Seen) -> tuple[Any, ...] | None:
     of each node whose versions did not change since the last call."""
     if type(value) is not dict:
         return None
-    # First what each node had seen last time (all strings there, so equal is
-    # the same), in one pass; then the few nodes that saw something new.
-    entries = [
-        known[1] if (known := seen.get(node)) is not None and known[0] == by else None
-        for node, by in value.items()
-    ]
-    if None in entries:
-        for at_node, (node, by_channel) in enumerate(value.items()):
-            if entries[at_node] is not None:
-                continue
-            if type(by_channel) is not dict:
-                return None
-            versions = tuple(by_channel.values())
-            kinds = set(map(type, versions))
-            if not kinds <= _VERSION_TYPES:
-                return None
-            names = tuple(by_channel)
-            known = seen.get(node)
-            if known is not None and known[1][1] == names:
-                names = known[1][1]
-            entry = (node, names, versions)
-            if kinds <= _STR:  # kept for the next call (a cache: never stale)
-                seen[node] = (dict(by_channel), entry)
-            entries[at_node] = entry
+    nodes = tuple(value)
+    if nodes == seen.nodes:
+        # The usual step: the same nodes, one or two of which saw something new.
+        # Comparing every node's versions with its copy runs in C (``map``).
+        copies, entries = seen.copies, seen.entries
+        changed: Iterable[int] = compress(
+            range(len(nodes)), builtins.list(map(ne, copies, value.values()))
+        )
+    else:  # nodes added (a first run of a node) or another thread's order
+        known = dict(
+            zip(seen.nodes, zip(seen.copies, seen.entries, strict=True), strict=True)
+        )
+        copies, entries, missing = [], [], []
+        for at, (node, by) in enumerate(value.items()):
+            copy, entry = known.get(node, (None, None))
+            if copy is None or copy != by:
+                copy = None
+                missing.append(at)
+            copies.append(copy)
+            entries.append(entry)
+        seen.nodes, seen.copies, seen.entries = nodes, copies, entries
+        changed = missing
+    by_node: builtins.list[Any] | None = None
+    for at in changed:
+        if by_node is None:
+            by_node = builtins.list(value.values())
+        by_channel = by_node[at]
+        if type(by_channel) is not dict:
+            return None
+        versions = tuple(by_channel.values())
+        kinds = set(map(type, versions))
+        if not kinds <= _VERSION_TYPES:
+            return None
+        names = tuple(by_channel)
+        before = entries[at]
+        if before is not None and before[1] == names:
+            names = before[1]  # one tuple of names for all the node's entries
+        entries[at] = (nodes[at], names, versions)
+        copies[at] = dict(by_channel) if kinds <= _STR else None
     return tuple(entries)
 
 

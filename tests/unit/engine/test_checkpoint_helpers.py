@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from engine.channels import LastValue
+from engine.checkpoint._memory_compact import compact_structure, expand_structure
 from engine.checkpoint.base import (
     EXCLUDED_METADATA_KEYS,
     create_checkpoint,
@@ -234,6 +235,72 @@ def test_narrow_and_wide_checkpoints_round_trip_in_their_own_form(width: int):
         expected = {k: v for k, v in checkpoint.items() if k != "channel_deltas"}
         assert loaded.checkpoint == expected
         assert list(loaded.checkpoint)[:2] == ["v", "id"]
+
+
+def _wide(seen: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "v": 4,
+        "id": "c",
+        "ts": "t",
+        "channel_values": {},
+        "channel_versions": {"a": "1"},
+        "versions_seen": {node: dict(by) for node, by in seen.items()},
+        "updated_channels": None,
+    }
+
+
+def test_compact_versions_seen_follow_each_change_and_share_what_did_not():
+    """A thread's next compact structure shares the entries of the nodes whose
+    versions did not change, and only those, whatever happens between calls:
+    a node sees something new, nodes are added or come in another order,
+    versions of other types (never shared: 1 == 1.0), the caller's dicts
+    changed in place after a call."""
+    seen = {f"n{i}": {f"c{i}": "001"} for i in range(6)}
+    steps: list[dict[str, dict[str, Any]]] = []
+    for change in (
+        {"n2": {"c2": "002"}},  # one node saw something new
+        {},  # nothing new
+        {"new": {"c0": "003"}},  # a node runs for the first time
+        {"n4": {"c4": 4}},  # an int version: never shared
+        {"n4": {"c4": 4.0}},  # equal to 4, another type
+        {"n0": {"c0": "001", "extra": "005"}},
+    ):
+        seen = {**seen, **change}
+        steps.append(seen)
+    steps.append(dict(reversed(list(steps[-1].items()))))  # another order
+
+    prev = None
+    previous_entries: dict[str, Any] = {}
+    for expected in steps:
+        checkpoint = _wide(expected)
+        made = compact_structure(checkpoint, (), prev)
+        assert made is not None
+        restored = expand_structure(made[0])["versions_seen"]
+        assert restored == expected
+        for node, by in expected.items():  # exact types, not only equal values
+            assert [type(v) for v in restored[node].values()] == [
+                type(v) for v in by.values()
+            ]
+        entries = {e[0]: e for e in made[0][1][made[0][0].index("versions_seen")]}
+        for node, entry in entries.items():
+            unchanged = (
+                node in previous_entries
+                and all(type(v) is str for v in expected[node].values())
+                and expand_structure(made[0])["versions_seen"][node]
+                == dict(
+                    zip(
+                        previous_entries[node][1],
+                        previous_entries[node][2],
+                        strict=True,
+                    )
+                )
+            )
+            assert (entry is previous_entries.get(node)) == unchanged, node
+        # What the caller does to its dicts afterwards cannot reach the kept copy.
+        for by in checkpoint["versions_seen"].values():
+            by["late"] = "999"
+        assert expand_structure(made[0])["versions_seen"] == expected
+        prev, previous_entries = made, entries
 
 
 @pytest.mark.parametrize("schema_version", [None, 3])
