@@ -35,15 +35,6 @@ __all__ = ("CheckpointBuilder",)
 class CheckpointBuilder(LoopState):
     """Makes the next checkpoint from the working one."""
 
-    def _config_for(self, checkpoint_id: str) -> RunnableConfig:
-        return {
-            CONF: {
-                CONFIG_KEY_THREAD_ID: self.thread_id,
-                CONFIG_KEY_CHECKPOINT_NS: self.checkpoint_ns,
-                CONFIG_KEY_CHECKPOINT_ID: checkpoint_id,
-            }
-        }
-
     def _step_writes(
         self, tasks: Sequence[PregelExecutableTask]
     ) -> dict[str, list[str]] | None:
@@ -164,20 +155,8 @@ class CheckpointBuilder(LoopState):
                 self.updated_channels,
             )
         self.checkpoint_metadata = metadata  # type: ignore[assignment]
-        self.prev_checkpoint_config = (
-            self._config_for(self._last_saved_id)
-            if self._last_saved_id is not None
-            else None
-        )
-        self.checkpoint_config = {
-            **self.checkpoint_config,
-            CONF: {
-                **self.checkpoint_config.get(CONF, {}),
-                CONFIG_KEY_THREAD_ID: self.thread_id,
-                CONFIG_KEY_CHECKPOINT_NS: self.checkpoint_ns,
-                CONFIG_KEY_CHECKPOINT_ID: checkpoint["id"],
-            },
-        }
+        self.parent_checkpoint_id = self._last_saved_id
+        self._stamped_id = checkpoint["id"]  # the config follows when asked for
         return metadata
 
     def _step_snapshot(

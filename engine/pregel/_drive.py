@@ -270,10 +270,13 @@ def _drive_steps(
             report_resume(loop)
         if chunks is not None:
             yield from _drain(chunks)
-        sync_saves = loop.durability == "sync" and loop.persistence is not None
+        persistence = loop.persistence
+        sync_saves = loop.durability == "sync" and persistence is not None
         while loop.tick():
             if keys := loop.cache_probe():
                 loop.apply_cache_hits(loop.cache.get(keys))
+            if persistence is not None:
+                persistence.step_begins(loop.tasks.values())
             yield from run_step(loop, chunks, live)
             if loop.status == "interrupted":
                 break
@@ -285,7 +288,7 @@ def _drive_steps(
             if loop.status == "interrupt_after":
                 break
             if sync_saves:
-                loop.persistence.flush()  # type: ignore[union-attr]
+                persistence.flush()  # type: ignore[union-attr]
         loop.finish()
     except BaseException:
         _flush_quietly(loop)

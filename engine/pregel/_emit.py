@@ -274,14 +274,14 @@ class LoopEmitter(LoopState):
         }
 
     def prev_checkpoint_config_public(self) -> RunnableConfig | None:
-        prev = self.prev_checkpoint_config
-        if not prev or CONFIG_KEY_CHECKPOINT_ID not in prev.get(CONF, {}):
+        parent = self.parent_checkpoint_id
+        if parent is None:
             return None
         return {
             CONF: {
                 CONFIG_KEY_CHECKPOINT_NS: self.checkpoint_ns,
                 CONFIG_KEY_THREAD_ID: self.thread_id,
-                CONFIG_KEY_CHECKPOINT_ID: prev[CONF][CONFIG_KEY_CHECKPOINT_ID],
+                CONFIG_KEY_CHECKPOINT_ID: parent,
             }
         }
 

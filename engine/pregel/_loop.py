@@ -106,7 +106,10 @@ class PregelLoop(ResumeBook, NodeCache, CheckpointBuilder):
                 **self.config,
                 CONF: {**self.configurable, **saved.config.get(CONF, {})},
             }
-            self.prev_checkpoint_config = saved.parent_config
+            parent = saved.parent_config
+            self.parent_checkpoint_id = (
+                parent.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_ID) if parent else None
+            )
             self._head = checkpoint["id"]
             self._last_saved_id = checkpoint["id"]
         migrated = graph.migrate_checkpoint(checkpoint)
@@ -482,6 +485,8 @@ class PregelLoop(ResumeBook, NodeCache, CheckpointBuilder):
             _faults.hit("after_task_before_writes", task.name)
         path = task_path_str(task.path)
         task.finished = time.time()
+        if task.started:
+            task.node.last_seconds = task.finished - task.started
         if "events" in self.modes and TAG_HIDDEN not in task.node.tags:
             self._task_event(task, error)
         if error is None:
@@ -496,7 +501,9 @@ class PregelLoop(ResumeBook, NodeCache, CheckpointBuilder):
             if last and self.durability != "exit" and not self.interrupts:
                 self._deferred = (task.id, path, list(task.writes))
             else:
-                self._save_writes(task.id, path, list(task.writes))
+                self._save_writes(
+                    task.id, path, list(task.writes), siblings_running=not last
+                )
             self._emit_task_output(task, cached=False)
             if "messages" in self.modes and TAG_HIDDEN not in task.node.tags:
                 self._emit_messages(task)
@@ -512,7 +519,9 @@ class PregelLoop(ResumeBook, NodeCache, CheckpointBuilder):
             interrupts = list(error.interrupts)
             if interrupts:
                 task.writes.append((INTERRUPT, interrupts))
-                self._save_writes(task.id, path, [(INTERRUPT, interrupts)])
+                self._save_writes(
+                    task.id, path, [(INTERRUPT, interrupts)], siblings_running=not last
+                )
             self.interrupts.extend(interrupts)
             self._flush_deferred()
             if "tasks" in self.modes or "debug" in self.modes:
@@ -520,7 +529,9 @@ class PregelLoop(ResumeBook, NodeCache, CheckpointBuilder):
                 self._paused_results.append((task, interrupts))
             return
         task.writes.clear()
-        self._save_writes(task.id, path, [(ERROR, error_payload(error))])
+        self._save_writes(
+            task.id, path, [(ERROR, error_payload(error))], siblings_running=not last
+        )
         self._flush_deferred()
         self._emit_task_result(task, error, [])
 
@@ -544,14 +555,27 @@ class PregelLoop(ResumeBook, NodeCache, CheckpointBuilder):
             self._save_writes(task_id, path, writes)
 
     def _save_writes(
-        self, task_id: str, path: str, writes: Sequence[tuple[str, Any]]
+        self,
+        task_id: str,
+        path: str,
+        writes: Sequence[tuple[str, Any]],
+        *,
+        siblings_running: bool = False,
     ) -> None:
+        """``siblings_running``: other tasks of the step still run (see
+        ``SyncPersistence.put_writes``)."""
         if self.checkpointer is None or self.persistence is None:
             return
         if self.durability == "exit":
             self._exit_writes.append((task_id, path, list(writes)))
             return
-        self.persistence.put_writes(self.checkpoint_config, writes, task_id, path)
+        self.persistence.put_writes(
+            self.checkpoint_config,
+            writes,
+            task_id,
+            path,
+            siblings_running=siblings_running,
+        )
 
     def after_step_interrupted(self) -> None:
         """Some task paused: keep the step open (writes stay pending), stop the run."""

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from engine._internal._config import DEFAULT_RECURSION_LIMIT
 from engine._internal._constants import (
     CONF,
+    CONFIG_KEY_CHECKPOINT_ID,
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_THREAD_ID,
     ERROR,
@@ -142,9 +143,10 @@ class LoopState:
         self.channels: dict[str, BaseChannel[Any, Any, Any]] = {}
         self.checkpoint: Checkpoint = empty_checkpoint()
         self.checkpoint_metadata: CheckpointMetadata = {}
-        self.checkpoint_config: RunnableConfig = config
+        self._checkpoint_config: RunnableConfig = config
+        self._stamped_id: str | None = None  # see checkpoint_config
         self.checkpoint_pending_writes: list[PendingWrite] = []
-        self.prev_checkpoint_config: RunnableConfig | None = None
+        self.parent_checkpoint_id: str | None = None
         self.updated_channels: set[str] | None = None
         self.live_ephemeral: set[str] = set()
         self._bumped: set[str] | None = set() if checkpointer is not None else None
@@ -182,6 +184,32 @@ class LoopState:
         self.lease: Any = None  # the run's thread lease (``_lease.ThreadHold``)
         # (checkpoint tuple,) read with the lease when it was taken; load uses it
         self.preloaded: tuple[CheckpointTuple | None] | None = None
+
+    @property
+    def checkpoint_config(self) -> RunnableConfig:
+        """The config that addresses the current checkpoint: the run's config with
+        the thread, namespace and checkpoint id. A new checkpoint only notes its
+        id (most steps never ask: their writes go with the step's save); the
+        config is made when it is first asked for."""
+        stamped = self._stamped_id
+        if stamped is not None:
+            config = self._checkpoint_config
+            self._checkpoint_config = {
+                **config,
+                CONF: {
+                    **config.get(CONF, {}),
+                    CONFIG_KEY_THREAD_ID: self.thread_id,
+                    CONFIG_KEY_CHECKPOINT_NS: self.checkpoint_ns,
+                    CONFIG_KEY_CHECKPOINT_ID: stamped,
+                },
+            }
+            self._stamped_id = None
+        return self._checkpoint_config
+
+    @checkpoint_config.setter
+    def checkpoint_config(self, config: RunnableConfig) -> None:
+        self._checkpoint_config = config
+        self._stamped_id = None
 
     def _next_version(self) -> Any:
         version = self._next_version_fn(self._max_version)
@@ -260,7 +288,12 @@ class LoopState:
         return channels
 
     def _save_writes(
-        self, task_id: str, path: str, writes: Sequence[tuple[str, Any]]
+        self,
+        task_id: str,
+        path: str,
+        writes: Sequence[tuple[str, Any]],
+        *,
+        siblings_running: bool = False,
     ) -> None:
         """Save a task's writes on the current checkpoint (the loop does: it is the
         one saver caller)."""

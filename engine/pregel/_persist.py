@@ -11,9 +11,9 @@ import asyncio
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine._internal._constants import CONF
 from engine._internal._typing import RunnableConfig
@@ -24,6 +24,9 @@ from engine.checkpoint.base import (
     CheckpointMetadata,
     StepSave,
 )
+
+if TYPE_CHECKING:
+    from engine.pregel._algo import PregelExecutableTask
 
 __all__ = ("AsyncPersistence", "SyncPersistence", "TaskWrites")
 
@@ -38,6 +41,11 @@ is on lag more than memory; the lane saves all that waits in one transaction,
 so a deeper queue means fewer, larger commits when steps outpace the database
 (a 200-step loop on Postgres: 8 -> 64 took it from 61 to 38 ms). LangGraph's
 ``async`` durability sets no bound at all."""
+
+LANE_DELAY = 0.002
+"""``SyncPersistence.lane_delay`` of an ``invoke`` run: longer than a run of a
+few quick steps (a resume that pauses again: ~1 ms on SQLite), short against
+any step worth overlapping saves with."""
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
@@ -143,6 +151,13 @@ class SyncPersistence:
     takes every save waiting in the queue and hands them to the saver as one
     ``put_steps`` batch, so a run whose steps outpace the database commits once
     per batch instead of once per step (group commit), in order.
+
+    The lane starts at the first queued save, or, with :attr:`lane_delay`, once
+    saves have waited that long or a step took that long. Saves the lane has not
+    taken when the run waits for them (:meth:`flush`, :meth:`release_with_saves`:
+    the run's end) are made by the waiting thread itself: nothing is left to
+    overlap them with, and a hand-off to another thread would only add latency
+    (waking the lane costs a short run a fifth of its time on SQLite).
     """
 
     __slots__ = (
@@ -151,16 +166,32 @@ class SyncPersistence:
         "_queue",
         "_release",
         "_running",
+        "_since",
         "_taken",
         "background",
         "fence",
         "kept_by_copy",
         "lease_released",
+        "lane_delay",
         "saver",
     )
 
     def __init__(self, saver: BaseCheckpointSaver, background: bool) -> None:
         self.saver = saver
+        self.lane_delay = 0.0
+        """Seconds saves may wait for the lane (0: none). For a run no other code
+        reads between steps (``invoke``, whose chunks go to no consumer): the
+        lane starts when a step begins that is not known to be quick (one of its
+        nodes took this long or more last time, or never ran:
+        :meth:`step_begins`), so the saves before it are made while it runs, or
+        when a save is queued after the oldest waiting one has waited this long.
+        A run of a few quick steps (a resume that pauses again) so makes its
+        saves at its end, in its own thread and one transaction. Once the lane
+        started, the run's saves go to it as they come. A task's writes saved
+        while its siblings still run never wait (a crash then re-runs only the
+        others)."""
+        self._since = 0.0
+        """When the oldest waiting save was queued (``time.monotonic``)."""
         self.background = background and not saves_inline(saver)
         self.kept_by_copy = not self.background and saves_inline(saver)
         """The saver has copied (encoded) all it keeps of a save when ``put_step``
@@ -178,16 +209,46 @@ class SyncPersistence:
         """The run's lease went back in the transaction of its last saves
         (:meth:`release_with_saves`)."""
 
-    def _submit(self, item: Saved) -> None:
+    def _submit(self, item: Saved, eager: bool = False) -> None:
         with self._cond:
             self._raise_pending()
             while len(self._queue) >= MAX_QUEUED_SAVES:
+                self._start_lane()
                 self._cond.wait()
                 self._raise_pending()
+            if self._running:
+                self._queue.append(item)
+                return
+            now = time.monotonic() if self.lane_delay else 0.0
+            if not self._queue:
+                self._since = now
             self._queue.append(item)
-            if not self._running:
-                self._running = True
-                background_pool().submit(self._drain)
+            if eager or now - self._since >= self.lane_delay:
+                self._start_lane()
+
+    def step_begins(self, tasks: Iterable[PregelExecutableTask]) -> None:
+        """A step's ``tasks`` are about to run: unless each of their nodes took
+        less than :attr:`lane_delay` last time, the lane starts for the saves
+        waiting, so they are made while the step runs."""
+        if not self._queue or self._running or not self.lane_delay:
+            return
+        delay = self.lane_delay
+        quick = all(
+            (took := task.node.last_seconds) is not None and took < delay
+            for task in tasks
+        )
+        if not quick or time.monotonic() - self._since >= delay:
+            with self._cond:
+                self._start_lane()
+
+    def _start_lane(self) -> None:
+        """The lane, for the saves waiting, unless it runs already (lock held).
+        A run whose saves went to the lane once is not a short one: its later
+        saves go at once, as they come (no :attr:`lane_delay` any more)."""
+        if not self._running and self._queue:
+            self._running = True
+            self.lane_delay = 0.0
+            background_pool().submit(self._drain)
 
     def _drain(self) -> None:
         while True:
@@ -233,9 +294,7 @@ class SyncPersistence:
                 return
             # Nothing in flight: the lane has not started on these yet, so this
             # thread saves them itself (no hand-off to wait for), lease included.
-            batch = list(self._queue)
-            self._queue.clear()
-            self._cond.notify_all()
+            batch = self._steal()
         _report(batch, self._save(batch, lease))
 
     def _save(self, batch: Sequence[Saved], release: LeaseKey | None) -> float:
@@ -261,11 +320,20 @@ class SyncPersistence:
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         path: str,
+        *,
+        siblings_running: bool = False,
     ) -> None:
+        """Save a task's writes. ``siblings_running``: other tasks of the step
+        still run; the lane then takes the writes at once, whatever
+        :attr:`lane_delay` says, so they are kept while the others run (a crash
+        then re-runs only those)."""
         if self.fence is not None:
             config = _fenced(config, self.fence)
         if self.background:
-            self._submit(((config, [(task_id, path, writes)], None, None, {}), None))
+            self._submit(
+                ((config, [(task_id, path, writes)], None, None, {}), None),
+                eager=siblings_running,
+            )
         else:
             self.saver.put_writes(config, writes, task_id, path)
 
@@ -291,11 +359,26 @@ class SyncPersistence:
             on_saved(time.perf_counter() - started)
 
     def flush(self) -> None:
-        """Wait for every queued save; raise the first save error, if any."""
+        """Wait for every queued save; raise the first save error, if any. Saves
+        no lane has taken are made in this thread (see the class docstring)."""
         with self._cond:
-            while self._running or self._queue:
+            batch = self._steal()
+        if batch:
+            _report(batch, self._save(batch, None))
+        with self._cond:
+            while self._taken or self._queue:
                 self._cond.wait()
             self._raise_pending()
+
+    def _steal(self) -> list[Saved]:
+        """The queued saves, taken from the lane when it has none in flight and
+        no error: the calling thread saves them (lock held)."""
+        if self._taken or self._error is not None or not self._queue:
+            return []
+        batch = list(self._queue)
+        self._queue.clear()
+        self._cond.notify_all()
+        return batch
 
 
 class AsyncPersistence:
@@ -402,6 +485,8 @@ class AsyncPersistence:
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         path: str,
+        *,
+        siblings_running: bool = False,
     ) -> None:
         if self.fence is not None:
             config = _fenced(config, self.fence)
@@ -421,6 +506,9 @@ class AsyncPersistence:
         self._submit(
             ((config, task_writes, checkpoint, metadata, new_versions), on_saved)
         )
+
+    def step_begins(self, tasks: Iterable[PregelExecutableTask]) -> None:
+        """Nothing to do: the lane is a task on the run's event loop."""
 
     def flush(self) -> None:
         """Nothing to do synchronously; the driver awaits :meth:`aflush`."""

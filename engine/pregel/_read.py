@@ -44,6 +44,7 @@ class PregelNode:
         "cache_policy",
         "channels",
         "error_handler",
+        "last_seconds",
         "managed",
         "mapper",
         "metadata",
@@ -76,6 +77,10 @@ class PregelNode:
         managed: ManagedValueMapping | None = None,
     ) -> None:
         self.name = name
+        self.last_seconds: float | None = None
+        """How long the node's last task took in this process (None: never ran);
+        the run's saves overlap steps of nodes not known to be quick
+        (``SyncPersistence.step_begins``)."""
         self.triggers = list(triggers)
         self.sorted_triggers = tuple(sorted(self.triggers))
         self.channels = channels

@@ -1,0 +1,180 @@
+"""When an ``invoke`` run's saves go to the background lane (SQL savers, default
+durability).
+
+Waking the lane costs a run of a few quick steps (a resume that pauses again) a
+fifth of its time on SQLite, and nothing overlaps with it there: such a run
+makes its saves at its end, in its own thread and one transaction. A step of a
+node not known to be quick (it never ran in this process, or took the lane's
+delay or longer last time) has the saves before it made while it runs, and a
+task's writes saved while its siblings still run never wait (the crash tests in
+``tests/reliability`` hold that one). A real SQLite saver that records which
+thread makes each batch.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TypedDict
+
+import pytest
+
+from engine.checkpoint.sqlite import SqliteSaver
+from engine.graph import END, START, StateGraph
+from engine.pregel._persist import LANE_DELAY, background_pool
+from engine.types import Command, interrupt
+
+
+class RecordingSaver(SqliteSaver):
+    """Records the thread and size of each ``put_steps`` batch."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.batches: list[tuple[int, int]] = []
+
+    def put_steps(self, steps: Sequence[Any], **kwargs: Any) -> Any:
+        self.batches.append((threading.get_ident(), len(steps)))
+        return super().put_steps(steps, **kwargs)
+
+
+@pytest.fixture
+def saver(tmp_path: Path) -> Any:
+    with RecordingSaver.from_conn_string(str(tmp_path / "c.db")) as opened:
+        opened.setup()
+        yield opened
+
+
+class AskState(TypedDict, total=False):
+    n: int
+    answer: Any
+
+
+def _ask(state: AskState) -> dict[str, Any]:
+    answer = interrupt({"question": state.get("n", 0)})
+    return {"n": state.get("n", 0) + 1, "answer": answer}
+
+
+def _ask_graph(saver: RecordingSaver) -> Any:
+    builder = StateGraph(AskState)
+    builder.add_node("ask", _ask)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", "ask")
+    return builder.compile(checkpointer=saver)
+
+
+@pytest.fixture
+def lane_starts(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """What the runs hand to the shared pool (lanes, parallel tasks)."""
+    pool = background_pool()
+    submitted: list[Any] = []
+    real = pool.submit
+
+    def submit(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        submitted.append(fn)
+        return real(fn, *args, **kwargs)
+
+    monkeypatch.setattr(pool, "submit", submit)
+    return submitted
+
+
+def test_a_resume_that_pauses_again_saves_in_its_own_thread_in_one_batch(
+    saver: RecordingSaver, lane_starts: list[Any]
+) -> None:
+    graph = _ask_graph(saver)
+    config = {"configurable": {"thread_id": "t1"}}
+    graph.invoke({"n": 0}, config)  # "ask" ran once: known to be quick now
+    graph.invoke(Command(resume="first"), config)
+    saver.batches.clear()
+    lane_starts.clear()
+
+    out = graph.invoke(Command(resume="second"), config)
+
+    assert out["answer"] == "second"
+    assert "__interrupt__" in out
+    # the resume value, the step it finished and the new pause: one transaction,
+    # made by the thread that ran the graph (the lease went back in it too)
+    assert saver.batches == [(threading.get_ident(), 3)]
+    assert lane_starts == []  # no thread was woken for them
+    head = saver.get_tuple(config)
+    assert head is not None and head.checkpoint["channel_values"]["n"] == 2
+    assert saver.get_lease("t1", "") is None
+    snapshot = graph.get_state(config)
+    assert snapshot.next == ("ask",) and snapshot.interrupts
+
+
+class SlowState(TypedDict, total=False):
+    log: list[str]
+    seen: bool
+
+
+def _slow_graph(saver: RecordingSaver, quick_id: dict[str, str]) -> Any:
+    """``quick`` writes, then ``slow`` (never under 10 ms: a slow node) waits up
+    to 5 s until the saver holds the checkpoint after ``quick``: it returns
+    whether it saw it."""
+
+    def quick(state: SlowState) -> dict[str, Any]:
+        return {"log": ["quick"]}
+
+    def slow(state: SlowState, config: Any) -> dict[str, Any]:
+        wanted = {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
+        time.sleep(0.01)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            head = saver.get_tuple(wanted)
+            if head is not None and head.metadata.get("writes", {}).get("quick"):
+                quick_id["id"] = head.checkpoint["id"]
+                return {"seen": True}
+            time.sleep(0.005)
+        return {"seen": False}
+
+    builder = StateGraph(SlowState)
+    builder.add_node("quick", quick)
+    builder.add_node("slow", slow)
+    builder.add_edge(START, "quick")
+    builder.add_edge("quick", "slow")
+    builder.add_edge("slow", END)
+    return builder.compile(checkpointer=saver)
+
+
+def test_a_step_not_known_to_be_quick_has_the_saves_before_it_made_meanwhile(
+    saver: RecordingSaver,
+) -> None:
+    quick_id: dict[str, str] = {}
+    graph = _slow_graph(saver, quick_id)
+    # first run: "slow" never ran; second: it took far longer than the delay
+    for thread_id in ("t1", "t2"):
+        out = graph.invoke({"log": []}, {"configurable": {"thread_id": thread_id}})
+        assert out["seen"] is True, thread_id
+    took = graph.nodes["slow"].last_seconds
+    assert took is not None and 0.01 <= took < 5
+
+
+def test_saves_that_waited_the_delay_go_to_the_lane_with_the_next_one(
+    saver: RecordingSaver,
+) -> None:
+    """A run of quick steps that lasts: its saves do not all wait for its end."""
+
+    class LoopState(TypedDict, total=False):
+        n: int
+
+    def tick(state: LoopState) -> dict[str, Any]:
+        time.sleep(LANE_DELAY / 4)
+        return {"n": state.get("n", 0) + 1}
+
+    builder = StateGraph(LoopState)
+    builder.add_node("tick", tick)
+    builder.add_edge(START, "tick")
+    builder.add_conditional_edges("tick", lambda s: END if s["n"] >= 40 else "tick")
+    graph = builder.compile(checkpointer=saver)
+    graph.invoke({"n": 38}, {"configurable": {"thread_id": "warm"}})  # known quick
+    saver.batches.clear()
+
+    graph.invoke({"n": 0}, {"configurable": {"thread_id": "t1"}})
+
+    me = threading.get_ident()
+    assert any(thread != me for thread, _ in saver.batches), saver.batches
+    assert sum(size for _, size in saver.batches) >= 41
+    history = list(graph.get_state_history({"configurable": {"thread_id": "t1"}}))
+    assert len(history) == 42  # input, start, 40 steps
