@@ -42,6 +42,10 @@ so a deeper queue means fewer, larger commits when steps outpace the database
 (a 200-step loop on Postgres: 8 -> 64 took it from 61 to 38 ms). LangGraph's
 ``async`` durability sets no bound at all."""
 
+SAVES_KEPT_FOR_THE_END = 8
+"""At most this many saves wait for a run's end (see ``SyncPersistence.lane_delay``):
+a resume that pauses again has three; a queued save holds ~2 KiB of dicts."""
+
 LANE_DELAY = 0.002
 """``SyncPersistence.lane_delay`` of an ``invoke`` run: longer than a run of a
 few quick steps (a resume that pauses again: ~1 ms on SQLite), short against
@@ -184,7 +188,8 @@ class SyncPersistence:
         lane starts when a step begins that is not known to be quick (one of its
         nodes took this long or more last time, or never ran:
         :meth:`step_begins`), so the saves before it are made while it runs, or
-        when a save is queued after the oldest waiting one has waited this long.
+        when a save is queued after the oldest waiting one has waited this long
+        or :data:`SAVES_KEPT_FOR_THE_END` wait.
         A run of a few quick steps (a resume that pauses again) so makes its
         saves at its end, in its own thread and one transaction. Once the lane
         started, the run's saves go to it as they come. A task's writes saved
@@ -223,7 +228,11 @@ class SyncPersistence:
             if not self._queue:
                 self._since = now
             self._queue.append(item)
-            if eager or now - self._since >= self.lane_delay:
+            if (
+                eager
+                or now - self._since >= self.lane_delay
+                or len(self._queue) >= SAVES_KEPT_FOR_THE_END
+            ):
                 self._start_lane()
 
     def step_begins(self, tasks: Iterable[PregelExecutableTask]) -> None:
