@@ -178,3 +178,27 @@ def test_saves_that_waited_the_delay_go_to_the_lane_with_the_next_one(
     assert sum(size for _, size in saver.batches) >= 41
     history = list(graph.get_state_history({"configurable": {"thread_id": "t1"}}))
     assert len(history) == 42  # input, start, 40 steps
+
+
+def test_a_failing_save_kept_for_the_end_fails_the_run_and_keeps_nothing(
+    saver: RecordingSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph = _ask_graph(saver)
+    config = {"configurable": {"thread_id": "t1"}}
+    graph.invoke({"n": 0}, config)  # "ask" is known to be quick now
+    head = saver.get_tuple(config)
+    assert head is not None
+
+    def refuse(steps: Sequence[Any], **kwargs: Any) -> Any:
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr(saver, "put_steps", refuse)
+    with pytest.raises(RuntimeError, match="the disk is full"):
+        graph.invoke(Command(resume="lost"), config)
+    monkeypatch.undo()
+
+    after = saver.get_tuple(config)
+    assert after is not None and after.checkpoint["id"] == head.checkpoint["id"]
+    assert saver.get_lease("t1", "") is None  # the run gave its thread back
+    out = graph.invoke(Command(resume="again"), config)  # and the thread goes on
+    assert out["answer"] == "again"
