@@ -276,7 +276,7 @@ def _drive_steps(
             if keys := loop.cache_probe():
                 loop.apply_cache_hits(loop.cache.get(keys))
             if persistence is not None:
-                persistence.step_begins(loop.tasks.values())
+                persistence.step_begins(loop.tasks.values(), loop.resuming_step)
             yield from run_step(loop, chunks, live)
             if loop.status == "interrupted":
                 break

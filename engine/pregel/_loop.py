@@ -229,6 +229,7 @@ class PregelLoop(ResumeBook, NodeCache, CheckpointBuilder):
         if resuming:
             # subgraphs run by the first step's tasks continue from their checkpoints
             self.resumed = True
+            self.resuming_step = True
             self.configurable[CONFIG_KEY_RESUMING] = True
             seen = dict(self.checkpoint["versions_seen"].get(INTERRUPT, {}))
             seen.update(self.checkpoint["channel_versions"])
@@ -486,7 +487,11 @@ class PregelLoop(ResumeBook, NodeCache, CheckpointBuilder):
         path = task_path_str(task.path)
         task.finished = time.time()
         if task.started:
-            task.node.last_seconds = task.finished - task.started
+            took = task.finished - task.started
+            if self.resuming_step:  # a resumed task may do its real work now
+                task.node.last_resumed_seconds = took
+            else:
+                task.node.last_seconds = took
         if "events" in self.modes and TAG_HIDDEN not in task.node.tags:
             self._task_event(task, error)
         if error is None:
@@ -590,6 +595,7 @@ class PregelLoop(ResumeBook, NodeCache, CheckpointBuilder):
 
     def after_tick(self) -> None:
         """All tasks finished: apply their writes, save the checkpoint, maybe stop."""
+        self.resuming_step = False
         tasks = list(self.tasks.values())
         step_done = time.time()
         self.updated_channels = self._apply(tasks)

@@ -176,6 +176,7 @@ class LoopState:
         self._last_saved_id: str | None = None
         self._unsaved = False
         self.resumed = False  # continued from a saved checkpoint (set by start)
+        self.resuming_step = False  # the first step of a resumed run is running
         self.lifecycle: Any = None  # graph callback manager, when handlers exist
         # an output channel was written (or the run resumed): else invoke gives None
         self.output_written = False

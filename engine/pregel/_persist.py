@@ -184,17 +184,15 @@ class SyncPersistence:
         self.saver = saver
         self.lane_delay = 0.0
         """Seconds saves may wait for the lane (0: none). For a run no other code
-        reads between steps (``invoke``, whose chunks go to no consumer): the
-        lane starts when a step begins that is not known to be quick (one of its
-        nodes took this long or more last time, or never ran:
-        :meth:`step_begins`), so the saves before it are made while it runs, or
-        when a save is queued after the oldest waiting one has waited this long
-        or :data:`SAVES_KEPT_FOR_THE_END` wait.
-        A run of a few quick steps (a resume that pauses again) so makes its
-        saves at its end, in its own thread and one transaction. Once the lane
-        started, the run's saves go to it as they come. A task's writes saved
-        while its siblings still run never wait (a crash then re-runs only the
-        others)."""
+        reads between steps (``invoke``, whose chunks go to no consumer), the
+        lane starts when a step begins that is not known to be quick
+        (:meth:`step_begins`), so the saves before it are made while it runs;
+        or when a save is queued after the oldest waiting one has waited this
+        long, or when :data:`SAVES_KEPT_FOR_THE_END` wait. A run of a few quick
+        steps (a resume that pauses again) so makes its saves at its end, in its
+        own thread and one transaction. Once the lane started, the run's saves
+        go to it as they come. A task's writes saved while its siblings still
+        run never wait (a crash then re-runs only the others)."""
         self._since = 0.0
         """When the oldest waiting save was queued (``time.monotonic``)."""
         self.background = background and not saves_inline(saver)
@@ -235,15 +233,26 @@ class SyncPersistence:
             ):
                 self._start_lane()
 
-    def step_begins(self, tasks: Iterable[PregelExecutableTask]) -> None:
-        """A step's ``tasks`` are about to run: unless each of their nodes took
-        less than :attr:`lane_delay` last time, the lane starts for the saves
-        waiting, so they are made while the step runs."""
+    def step_begins(
+        self, tasks: Iterable[PregelExecutableTask], resuming: bool = False
+    ) -> None:
+        """A step's ``tasks`` are about to run (``resuming``: the first step of a
+        resumed run): unless each of their nodes took less than
+        :attr:`lane_delay` the last time it ran in this process (in such a step,
+        for a resuming one: a node that pauses at once may work slowly once
+        answered), the lane starts for the saves waiting, so they are made
+        while the step runs. A node that never ran is not known to be quick."""
         if not self._queue or self._running or not self.lane_delay:
             return
         delay = self.lane_delay
         quick = all(
-            (took := task.node.last_seconds) is not None and took < delay
+            (
+                took := task.node.last_resumed_seconds
+                if resuming
+                else task.node.last_seconds
+            )
+            is not None
+            and took < delay
             for task in tasks
         )
         if not quick or time.monotonic() - self._since >= delay:
@@ -516,7 +525,9 @@ class AsyncPersistence:
             ((config, task_writes, checkpoint, metadata, new_versions), on_saved)
         )
 
-    def step_begins(self, tasks: Iterable[PregelExecutableTask]) -> None:
+    def step_begins(
+        self, tasks: Iterable[PregelExecutableTask], resuming: bool = False
+    ) -> None:
         """Nothing to do: the lane is a task on the run's event loop."""
 
     def flush(self) -> None:

@@ -44,6 +44,7 @@ class PregelNode:
         "cache_policy",
         "channels",
         "error_handler",
+        "last_resumed_seconds",
         "last_seconds",
         "managed",
         "mapper",
@@ -81,6 +82,9 @@ class PregelNode:
         """How long the node's last task took in this process (None: never ran);
         the run's saves overlap steps of nodes not known to be quick
         (``SyncPersistence.step_begins``)."""
+        self.last_resumed_seconds: float | None = None
+        """The same for its last task in the first step of a resumed run (a node
+        that pauses quickly may do its slow work once resumed)."""
         self.triggers = list(triggers)
         self.sorted_triggers = tuple(sorted(self.triggers))
         self.channels = channels

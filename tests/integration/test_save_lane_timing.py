@@ -202,3 +202,49 @@ def test_a_failing_save_kept_for_the_end_fails_the_run_and_keeps_nothing(
     assert saver.get_lease("t1", "") is None  # the run gave its thread back
     out = graph.invoke(Command(resume="again"), config)  # and the thread goes on
     assert out["answer"] == "again"
+
+
+def test_a_node_that_pauses_quickly_has_its_answer_saved_while_it_works_slowly(
+    saver: RecordingSaver,
+) -> None:
+    """A node that asks (and pauses at once) but, resumed, takes its time (a
+    payment after an approval): its first run tells nothing about its resumed
+    one, so the answer is stored while it works, on every resume."""
+
+    class ApproveState(TypedDict, total=False):
+        n: int
+        stored: list[bool]
+
+    def approve(state: ApproveState, config: Any) -> dict[str, Any]:
+        answer = interrupt("approve?")
+        time.sleep(0.01)  # the slow part
+        wanted = {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
+        deadline = time.monotonic() + 5
+        stored = False
+        while not stored and time.monotonic() < deadline:
+            head = saver.get_tuple(wanted)
+            stored = head is not None and any(
+                channel == "__resume__" and answer in str(value)
+                for _, channel, value in head.pending_writes or ()
+            )
+            if not stored:
+                time.sleep(0.005)
+        return {
+            "n": state.get("n", 0) + 1,
+            "stored": [*state.get("stored", []), stored],
+        }
+
+    builder = StateGraph(ApproveState)
+    builder.add_node("approve", approve)
+    builder.add_edge(START, "approve")
+    builder.add_conditional_edges(
+        "approve", lambda s: END if s["n"] >= 3 else "approve"
+    )
+    graph = builder.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "t1"}}
+    graph.invoke({"n": 0}, config)
+    for answer in ("yes-1", "yes-2", "yes-3"):
+        out = graph.invoke(Command(resume=answer), config)
+    assert out["stored"] == [True, True, True]
+    took = graph.nodes["approve"].last_resumed_seconds
+    assert took is not None and took >= 0.01
