@@ -7,8 +7,8 @@ makes its saves at its end, in its own thread and one transaction. A step of a
 node not known to be quick (it never ran in this process, or took the lane's
 delay or longer last time) has the saves before it made while it runs, and a
 task's writes saved while its siblings still run never wait (the crash tests in
-``tests/reliability`` hold that one). A real SQLite saver that records which
-thread makes each batch.
+``tests/reliability`` hold that one). Real SQLite and Postgres savers that
+record which thread makes each batch.
 """
 
 from __future__ import annotations
@@ -16,32 +16,50 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
 
+from engine.checkpoint.postgres import PostgresSaver
 from engine.checkpoint.sqlite import SqliteSaver
 from engine.graph import END, START, StateGraph
 from engine.pregel._persist import LANE_DELAY, background_pool
 from engine.types import Command, interrupt
+from tests._support.postgres import fresh_database, pg_dsn
 
 
-class RecordingSaver(SqliteSaver):
+class _Recording:
     """Records the thread and size of each ``put_steps`` batch."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.batches: list[tuple[int, int]] = []
+    batches: list[tuple[int, int]]
 
     def put_steps(self, steps: Sequence[Any], **kwargs: Any) -> Any:
         self.batches.append((threading.get_ident(), len(steps)))
-        return super().put_steps(steps, **kwargs)
+        return super().put_steps(steps, **kwargs)  # type: ignore[misc]
 
 
-@pytest.fixture
-def saver(tmp_path: Path) -> Any:
-    with RecordingSaver.from_conn_string(str(tmp_path / "c.db")) as opened:
+class RecordingSaver(_Recording, SqliteSaver):
+    pass
+
+
+class RecordingPostgresSaver(_Recording, PostgresSaver):
+    pass
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """A real SQLite or Postgres saver that records its batches."""
+    with ExitStack() as stack:
+        if request.param == "sqlite":
+            opened: Any = stack.enter_context(
+                RecordingSaver.from_conn_string(str(tmp_path / "c.db"))
+            )
+        else:
+            dsn = stack.enter_context(fresh_database(pg_dsn()))
+            opened = stack.enter_context(RecordingPostgresSaver.from_conn_string(dsn))
+        opened.batches = []
         opened.setup()
         yield opened
 
