@@ -122,12 +122,25 @@ def test_a_resume_that_pauses_again_saves_in_its_own_thread_in_one_batch(
     assert snapshot.next == ("ask",) and snapshot.interrupts
 
 
+def _head_soon(saver: Any, config: Any, holds: Any) -> bool:
+    """Whether, within 5 s, the saver's head of ``config``'s thread ``holds``
+    (asked every 5 ms)."""
+    wanted = {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        head = saver.get_tuple(wanted)
+        if head is not None and holds(head):
+            return True
+        time.sleep(0.005)
+    return False
+
+
 class SlowState(TypedDict, total=False):
     log: list[str]
     seen: bool
 
 
-def _slow_graph(saver: RecordingSaver, quick_id: dict[str, str]) -> Any:
+def _slow_graph(saver: RecordingSaver) -> Any:
     """``quick`` writes, then ``slow`` (never under 10 ms: a slow node) waits up
     to 5 s until the saver holds the checkpoint after ``quick``: it returns
     whether it saw it."""
@@ -136,16 +149,11 @@ def _slow_graph(saver: RecordingSaver, quick_id: dict[str, str]) -> Any:
         return {"log": ["quick"]}
 
     def slow(state: SlowState, config: Any) -> dict[str, Any]:
-        wanted = {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
         time.sleep(0.01)
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            head = saver.get_tuple(wanted)
-            if head is not None and head.metadata.get("writes", {}).get("quick"):
-                quick_id["id"] = head.checkpoint["id"]
-                return {"seen": True}
-            time.sleep(0.005)
-        return {"seen": False}
+        seen = _head_soon(
+            saver, config, lambda head: head.metadata.get("writes", {}).get("quick")
+        )
+        return {"seen": seen}
 
     builder = StateGraph(SlowState)
     builder.add_node("quick", quick)
@@ -159,8 +167,7 @@ def _slow_graph(saver: RecordingSaver, quick_id: dict[str, str]) -> Any:
 def test_a_step_not_known_to_be_quick_has_the_saves_before_it_made_meanwhile(
     saver: RecordingSaver,
 ) -> None:
-    quick_id: dict[str, str] = {}
-    graph = _slow_graph(saver, quick_id)
+    graph = _slow_graph(saver)
     # first run: "slow" never ran; second: it took far longer than the delay
     for thread_id in ("t1", "t2"):
         out = graph.invoke({"log": []}, {"configurable": {"thread_id": thread_id}})
@@ -236,17 +243,14 @@ def test_a_node_that_pauses_quickly_has_its_answer_saved_while_it_works_slowly(
     def approve(state: ApproveState, config: Any) -> dict[str, Any]:
         answer = interrupt("approve?")
         time.sleep(0.01)  # the slow part
-        wanted = {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
-        deadline = time.monotonic() + 5
-        stored = False
-        while not stored and time.monotonic() < deadline:
-            head = saver.get_tuple(wanted)
-            stored = head is not None and any(
+        stored = _head_soon(
+            saver,
+            config,
+            lambda head: any(
                 channel == "__resume__" and answer in str(value)
                 for _, channel, value in head.pending_writes or ()
-            )
-            if not stored:
-                time.sleep(0.005)
+            ),
+        )
         return {
             "n": state.get("n", 0) + 1,
             "stored": [*state.get("stored", []), stored],
