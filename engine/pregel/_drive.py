@@ -271,7 +271,7 @@ def _drive_steps(
         if chunks is not None:
             yield from _drain(chunks)
         persistence = loop.persistence
-        sync_saves = loop.durability == "sync" and persistence is not None
+        sync_saves = persistence if loop.durability == "sync" else None
         while loop.tick():
             if keys := loop.cache_probe():
                 loop.apply_cache_hits(loop.cache.get(keys))
@@ -287,8 +287,8 @@ def _drive_steps(
                 yield from _drain(chunks)
             if loop.status == "interrupt_after":
                 break
-            if sync_saves:
-                persistence.flush()  # type: ignore[union-attr]
+            if sync_saves is not None:
+                sync_saves.flush()
         loop.finish()
     except BaseException:
         _flush_quietly(loop)

@@ -44,7 +44,7 @@ so a deeper queue means fewer, larger commits when steps outpace the database
 
 SAVES_KEPT_FOR_THE_END = 8
 """At most this many saves wait for a run's end (see ``SyncPersistence.lane_delay``):
-a resume that pauses again has three; a queued save holds ~2 KiB of dicts."""
+a resume that pauses again has three; a queued save holds ~3.4 KiB of dicts."""
 
 LANE_DELAY = 0.002
 """``SyncPersistence.lane_delay`` of an ``invoke`` run: longer than a run of a
@@ -157,7 +157,8 @@ class SyncPersistence:
     per batch instead of once per step (group commit), in order.
 
     The lane starts at the first queued save, or, with :attr:`lane_delay`, once
-    saves have waited that long or a step took that long. Saves the lane has not
+    saves have waited that long, 8 wait, or a step begins that is not known to be
+    quick. Saves the lane has not
     taken when the run waits for them (:meth:`flush`, :meth:`release_with_saves`:
     the run's end) are made by the waiting thread itself: nothing is left to
     overlap them with, and a hand-off to another thread would only add latency
