@@ -6,11 +6,23 @@ import hashlib
 import random
 import threading
 import time
+from datetime import UTC, datetime
 
-__all__ = ("new_checkpoint_id", "task_id_for", "uuid6_int")
+__all__ = ("new_checkpoint_id", "task_id_for", "utc_now_iso", "uuid6_int")
 
 _lock = threading.Lock()
 _last_ts = 0
+
+
+def _tick() -> int:
+    """Now in 100ns intervals since 1582, later than every earlier call's."""
+    global _last_ts
+    now = time.time_ns() // 100 + 0x01B21DD213814000
+    with _lock:
+        if now <= _last_ts:
+            now = _last_ts + 1
+        _last_ts = now
+    return now
 
 
 def uuid6_int(node: int, clock_seq: int) -> int:
@@ -20,12 +32,7 @@ def uuid6_int(node: int, clock_seq: int) -> int:
     this process (ties are bumped by one tick); ``clock_seq`` keeps 14 bits and
     ``node`` 48.
     """
-    global _last_ts
-    now = time.time_ns() // 100 + 0x01B21DD213814000
-    with _lock:
-        if now <= _last_ts:
-            now = _last_ts + 1
-        _last_ts = now
+    now = _tick()
     return (
         (((now >> 12) & 0xFFFFFFFFFFFF) << 80)
         | ((0x6000 | (now & 0x0FFF)) << 64)
@@ -40,10 +47,36 @@ def new_checkpoint_id(step: int = 0) -> str:
     The clock sequence carries the step, as LangGraph does; the node is random (not
     secret: the timestamp keeps ids unique in a process, the node between processes,
     so the seeded generator, reseeded in a forked child, is enough and needs no
-    system call). Formatted as ``str(uuid.UUID(...))`` is, without the object.
+    system call). Formatted as ``str(uuid.UUID(...))`` is, field by field (the
+    bits of :func:`uuid6_int`, without the 128-bit number or the object).
     """
-    h = f"{uuid6_int(random.getrandbits(48), step):032x}"
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    now = _tick()
+    high = (now >> 12) & 0xFFFFFFFFFFFF
+    return "%08x-%04x-%04x-%04x-%012x" % (  # noqa: UP031 (a third quicker here)
+        high >> 16,
+        high & 0xFFFF,
+        0x6000 | (now & 0x0FFF),
+        0x8000 | (step & 0x3FFF),
+        random.getrandbits(48),
+    )
+
+
+_second: tuple[int, str] = (-1, "")
+"""The last second :func:`utc_now_iso` wrote and its text up to the seconds."""
+
+
+def utc_now_iso() -> str:
+    """Now in UTC as ``datetime.now(UTC).isoformat()`` writes it
+    (``2026-12-04T20:49:34.951850+00:00``; no fraction on a whole second), with
+    the date and time of day formatted once a second."""
+    global _second
+    micros = time.time_ns() // 1000
+    seconds, micro = divmod(micros, 1_000_000)
+    last, text = _second
+    if seconds != last:
+        text = datetime.fromtimestamp(seconds, UTC).isoformat()[:19]
+        _second = (seconds, text)
+    return f"{text}.{micro:06d}+00:00" if micro else f"{text}+00:00"
 
 
 def task_id_for(*parts: str | int | bytes) -> str:

@@ -121,6 +121,7 @@ def _seen_entries(value: Any, seen: _Seen) -> tuple[Any, ...] | None:
     if type(value) is not dict:
         return None
     nodes = tuple(value)
+    count = len(seen.nodes)
     if nodes == seen.nodes:
         # The usual step: the same nodes, one or two of which saw something new.
         # Comparing every node's versions with its copy runs in C (``map``).
@@ -128,7 +129,19 @@ def _seen_entries(value: Any, seen: _Seen) -> tuple[Any, ...] | None:
         changed: Iterable[int] = compress(
             range(len(nodes)), builtins.list(map(ne, copies, value.values()))
         )
-    else:  # nodes added (a first run of a node) or another thread's order
+    elif count and nodes[:count] == seen.nodes:
+        # The same nodes and, after them, nodes that ran for the first time (a
+        # chain's every step): the known ones compared in C as above.
+        copies, entries = seen.copies, seen.entries
+        added = len(nodes) - count
+        copies += [None] * added
+        entries += [None] * added
+        seen.nodes = nodes
+        changed = [
+            *compress(range(count), builtins.list(map(ne, copies, value.values()))),
+            *range(count, len(nodes)),
+        ]
+    else:  # another thread's order, or nodes added elsewhere than at the end
         known = dict(
             zip(seen.nodes, zip(seen.copies, seen.entries, strict=True), strict=True)
         )

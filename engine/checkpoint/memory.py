@@ -140,6 +140,14 @@ def _kept(record: BlobRecord) -> _Kept:
     return record
 
 
+def _kept_full(tag: str, payload: bytes) -> _Kept:
+    """``_kept`` of a whole value's record (no delta), without making the record
+    when it would only be taken apart again."""
+    if tag == "json":
+        return payload
+    return BlobRecord("full", tag, payload, None, None, 0, 0, len(payload))
+
+
 def _record(kept: _Kept | None) -> BlobRecord | None:
     """The record a kept blob stands for (None for None)."""
     if isinstance(kept, bytes):
@@ -486,11 +494,12 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
                 continue
             if channel in values:
                 delta = deltas.get(channel)
-                base = None
-                if delta is not None:
-                    base_key = (thread_id, ns, channel, str(delta[0]))
-                    kept = pending.get(base_key)
-                    base = _record(self.blobs.get(base_key) if kept is None else kept)
+                if delta is None:
+                    blobs[key] = _kept_full(*self.serde.dumps_typed(values[channel]))
+                    continue
+                base_key = (thread_id, ns, channel, str(delta[0]))
+                kept = pending.get(base_key)
+                base = _record(self.blobs.get(base_key) if kept is None else kept)
                 blobs[key] = _kept(
                     encode_blob(self.serde, values[channel], delta, base)
                 )

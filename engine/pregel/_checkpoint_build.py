@@ -125,21 +125,14 @@ class CheckpointBuilder(LoopState):
         checkpoint["updated_channels"] = (
             sorted(self.updated_channels) if self.updated_channels is not None else None
         )
+        base = self._metadata_base
+        if base is None:
+            base = self._metadata_base = self._run_metadata()
         metadata: dict[str, Any] = {
-            **{
-                k: v
-                for k, v in self.config.get("metadata", {}).items()
-                if _plain(v) and not k.startswith(("langgraph_", "__"))
-            },
+            **base[0],
             "source": source,
             "step": self.step,
-            "parents": {
-                ns: cid
-                for ns, cid in self.configurable.get(
-                    CONFIG_KEY_CHECKPOINT_MAP, {}
-                ).items()
-                if ns != self.checkpoint_ns
-            },
+            "parents": dict(base[1]) if base[1] else {},
         }
         if writes is not None:
             metadata["writes"] = writes
@@ -158,6 +151,25 @@ class CheckpointBuilder(LoopState):
         self.parent_checkpoint_id = self._last_saved_id
         self._stamped_id = checkpoint["id"]  # the config follows when asked for
         return metadata
+
+    def _run_metadata(self) -> tuple[dict[str, Any], dict[str, str]]:
+        """What every checkpoint of the run says the same: the plain entries of
+        the config's metadata and the parent namespaces' checkpoint ids (the
+        config does not change while the run lasts)."""
+        return (
+            {
+                k: v
+                for k, v in self.config.get("metadata", {}).items()
+                if _plain(v) and not k.startswith(("langgraph_", "__"))
+            },
+            {
+                ns: cid
+                for ns, cid in self.configurable.get(
+                    CONFIG_KEY_CHECKPOINT_MAP, {}
+                ).items()
+                if ns != self.checkpoint_ns
+            },
+        )
 
     def _step_snapshot(
         self, metadata: dict[str, Any]

@@ -12,7 +12,6 @@ the loop implements.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from engine._internal._config import DEFAULT_RECURSION_LIMIT
@@ -26,6 +25,7 @@ from engine._internal._constants import (
     NO_WRITES,
     RESUME,
 )
+from engine._internal._ids import utc_now_iso
 from engine._internal._scope import TaskScope
 from engine._internal._typing import MISSING, RunnableConfig
 from engine.channels.base import BaseChannel
@@ -79,8 +79,8 @@ Status = Literal[
 SPECIAL_WRITES = frozenset({ERROR, INTERRUPT, RESUME, NO_WRITES})
 
 
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat()
+now_iso = utc_now_iso
+"""Now in UTC, ISO 8601 (a checkpoint's ``ts``, as LangGraph writes it)."""
 
 
 def error_payload(exc: BaseException) -> dict[str, str]:
@@ -166,6 +166,8 @@ class LoopState:
         self.parent_scope: TaskScope | None = None
         self._planned: dict[str, PregelExecutableTask] | None = None
         self._planned_for: tuple[str, int] | None = None
+        self._metadata_base: tuple[dict[str, Any], dict[str, str]] | None = None
+        """The run's metadata entries every checkpoint repeats (``_run_metadata``)."""
         self.resume_map: dict[str, Any] | None = None
         self.cache: Any = graph.cache
         self._call_results: dict[str, Any] | None = None

@@ -264,6 +264,8 @@ def test_compact_versions_seen_follow_each_change_and_share_what_did_not():
         {"n4": {"c4": 4}},  # an int version: never shared
         {"n4": {"c4": 4.0}},  # equal to 4, another type
         {"n0": {"c0": "001", "extra": "005"}},
+        # a node runs for the first time while a known one sees something new
+        {"n1": {"c1": "006"}, "later": {"c3": "007"}},
     ):
         seen = {**seen, **change}
         steps.append(seen)

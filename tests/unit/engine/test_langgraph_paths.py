@@ -7,12 +7,14 @@ holds the reserved write keys and the channel and ``Send`` protocols.
 
 from __future__ import annotations
 
+import time
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 import engine.checkpoint.base as base
-from engine._internal._ids import new_checkpoint_id
+from engine._internal._ids import new_checkpoint_id, utc_now_iso
 from engine.channels import LastValue
 from engine.checkpoint.base.id import UUID, uuid6
 from engine.checkpoint.serde.types import (
@@ -67,6 +69,35 @@ def test_checkpoint_ids_the_engine_makes_are_uuid6_too() -> None:
 
     assert made.version == 6
     assert made.clock_seq == 3
+
+
+@pytest.mark.parametrize("step", [-1, 0, 7, 0x3FFF, 0x4001])
+def test_checkpoint_ids_are_written_as_uuid_writes_them(step: int) -> None:
+    made = new_checkpoint_id(step)
+
+    parsed = UUID(made)
+    assert str(parsed) == made
+    assert (parsed.version, parsed.variant) == (6, uuid.RFC_4122)
+    assert parsed.clock_seq == step & 0x3FFF
+    assert uuid6().time > parsed.time  # one clock for both kinds of id
+
+
+def test_timestamps_read_as_datetimes_write_them(monkeypatch: pytest.MonkeyPatch):
+    """``ts`` as ``datetime.now(UTC).isoformat()`` writes it: microseconds when
+    there are some, none on a whole second; the same second's text is reused
+    and the next second's made anew."""
+    for at in (
+        1_796_400_000_000_000_000,  # a whole second
+        1_796_400_000_000_001_999,  # 1 µs after it (ns below a µs dropped)
+        1_796_400_000_999_999_000,
+        1_796_400_001_250_000_000,  # the next second
+        1_796_400_001_000_000_000,
+    ):
+        monkeypatch.setattr(time, "time_ns", lambda at=at: at)
+        written = utc_now_iso()
+        expected = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=at // 1000)
+        assert written == expected.isoformat()
+        assert datetime.fromisoformat(written) == expected
 
 
 @pytest.mark.parametrize("name", sorted(base.__all__))

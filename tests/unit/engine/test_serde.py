@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
+import tracemalloc
 import uuid
 from decimal import Decimal
 from typing import Any, NamedTuple
@@ -65,6 +66,11 @@ VALUES: dict[str, Any] = {
     "decimal": Decimal("12.3400"),
     "enum": Color.BLUE,
     "big_int": 2**80,
+    "int": 7,
+    "bool": False,
+    "u64_max": 2**64 - 1,  # orjson's largest
+    "past_u64": 2**64,  # tagged, alone as in a list
+    "below_i64": -(2**63) - 1,
     "inf": float("inf"),
     "int_keys": {1: "one", (2, 3): "pair"},
     "tag_key": {"__t": "not a tag"},
@@ -220,6 +226,21 @@ def test_plain_json_payloads_have_no_tags(serde: JsonPlusSerializer) -> None:
 def test_dumps_typed_special_cases_none_and_bytes(serde: JsonPlusSerializer) -> None:
     assert serde.dumps_typed(None) == ("null", b"")
     assert serde.dumps_typed(b"raw") == ("bytes", b"raw")
+
+
+def test_a_small_payload_holds_only_its_bytes(serde: JsonPlusSerializer) -> None:
+    """orjson's own bytes object reserves ~4 KiB whatever it holds: a saver
+    keeps a payload per step, so what it is given must be exact-size."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [serde.dumps_typed(value) for value in [*range(100), True, "text"]]
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+    assert kept[5] == ("json", b"5")
+    assert held < 102 * 200
 
 
 def test_unstorable_value_raises_naming_its_type_and_place(
