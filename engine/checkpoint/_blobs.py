@@ -15,12 +15,15 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+import orjson
+
 from engine.checkpoint.serde.base import SerializerProtocol
 from engine.errors import SerializationError
 
 __all__ = (
     "DELTA_WEIGHT",
     "EMPTY_RECORD",
+    "MEMBER",
     "MAX_CHAIN",
     "READ_MAX_CHAIN",
     "BlobRecord",
@@ -30,6 +33,8 @@ __all__ = (
     "encode_blob",
     "inline_values",
     "load_stored",
+    "member_record",
+    "member_source",
     "pack_structure",
     "restore_structure",
     "stored_structure",
@@ -65,11 +70,13 @@ class BlobRecord(NamedTuple):
     """How one channel version is stored."""
 
     kind: str
-    """``full``, ``delta`` or ``empty``."""
+    """``full``, ``delta``, ``empty`` or ``member`` (the in-memory saver's: the
+    value is one key of another channel's stored dict, see ``decode_member``)."""
     type_tag: str
     payload: bytes
     base_version: str | None = None
-    """Delta only: the version this delta extends."""
+    """Delta: the version this delta extends; member: the version of the
+    channel holding the dict."""
     start: int | None = None
     """Delta only: the value is ``base_value[:start] + items``."""
     chain: int = 0
@@ -465,6 +472,54 @@ def decode_chain(
     return value
 
 
+MEMBER = "member"
+"""The kind of a record that stands for ``dict_value[key]`` of a value stored
+in another channel: its payload is ``[channel, key]`` as JSON, its
+``base_version`` that channel's version (``member_record``)."""
+
+
+def member_record(channel: str, version: str, key: str) -> BlobRecord:
+    """A record for the value under ``key`` of ``channel``'s stored dict at ``version``."""
+    return BlobRecord(MEMBER, "json", orjson.dumps([channel, key]), version)
+
+
+def member_source(record: BlobRecord) -> tuple[str, str]:
+    """The (channel, key) a ``member`` record reads from."""
+    try:
+        channel, key = orjson.loads(record.payload)
+    except (orjson.JSONDecodeError, ValueError, TypeError):
+        channel = key = None
+    if type(channel) is not str or type(key) is not str or record.base_version is None:
+        raise SerializationError(
+            "Stored member value is corrupt and cannot be read (corrupt checkpoint data)"
+        )
+    return channel, key
+
+
+def decode_member(
+    serde: SerializerProtocol,
+    record: BlobRecord,
+    lookup: Callable[[str, str], BlobRecord | None],
+    what: str,
+) -> Any:
+    """The value a ``member`` record stands for: its key of the other channel's
+    dict, decoded afresh (no other read shares the object)."""
+    channel, key = member_source(record)
+    source = lookup(channel, str(record.base_version))
+    if source is None or source.kind not in ("full", "delta"):
+        raise SerializationError(
+            f"Stored {what} reads channel {channel!r} at version "
+            f"{record.base_version!r}, which is missing (corrupt checkpoint data)"
+        )
+    holder = decode_chain(serde, str(record.base_version), _bind(lookup, channel), what)
+    if not isinstance(holder, dict) or key not in holder:
+        raise SerializationError(
+            f"Stored {what} reads key {key!r} of channel {channel!r}, which it "
+            "does not hold (corrupt checkpoint data)"
+        )
+    return holder[key]
+
+
 def _bind(
     lookup: Callable[[str, str], BlobRecord | None], channel: str
 ) -> Callable[[str], BlobRecord | None]:
@@ -502,9 +557,11 @@ def decode_blobs(
         if shared is not None and id(record) in shared:
             values[channel] = shared[id(record)]
             continue
-        value = decode_chain(
-            serde, str(version), _bind(lookup, channel), f"value of channel {channel!r}"
-        )
+        what = f"value of channel {channel!r}"
+        if record.kind == MEMBER:
+            value = decode_member(serde, record, lookup, what)
+        else:
+            value = decode_chain(serde, str(version), _bind(lookup, channel), what)
         if shared is not None and type(value) in _SHAREABLE:
             shared[id(record)] = value
         values[channel] = value

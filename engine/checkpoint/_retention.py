@@ -79,14 +79,17 @@ BlobKey = tuple[str, str, str]
 
 
 def live_blob_keys(
-    wanted: Iterable[BlobKey], base_of: Mapping[BlobKey, str | None]
+    wanted: Iterable[BlobKey], base_of: Mapping[BlobKey, str | BlobKey | None]
 ) -> set[BlobKey]:
-    """The stored values that kept checkpoints still read, delta bases included.
+    """The stored values that kept checkpoints still read, the values they are
+    read from included.
 
     Args:
         wanted: the (namespace, channel, version) each kept checkpoint names.
-        base_of: every stored value of the thread -> the version it is a delta
-            on (None for full and empty values).
+        base_of: every stored value of the thread -> the version of the same
+            channel it is a delta on, or the key of another channel's value it
+            is read from (the in-memory saver's ``member`` records); None for
+            full and empty values.
     """
     live: set[BlobKey] = set()
     for key in wanted:
@@ -94,7 +97,10 @@ def live_blob_keys(
         while current is not None and current in base_of and current not in live:
             live.add(current)
             base = base_of[current]
-            current = (current[0], current[1], base) if base is not None else None
+            if base is None or isinstance(base, tuple):
+                current = base
+            else:
+                current = (current[0], current[1], base)
     return live
 
 

@@ -27,17 +27,20 @@ from engine._internal._constants import (
 from engine._internal._typing import RunnableConfig
 from engine.checkpoint._blobs import (
     EMPTY_RECORD,
+    MEMBER,
     BlobRecord,
     decode_blobs,
     dumps_structure,
     encode_blob,
     load_stored,
+    member_source,
     pack_structure,
     unpack_structure,
 )
 from engine.checkpoint._lease import LeaseTable
 from engine.checkpoint._memory_async import MemoryAsyncMethods
 from engine.checkpoint._memory_compact import compact_structure, expand_structure
+from engine.checkpoint._memory_inputs import InputMembers, input_members, shared_member
 from engine.checkpoint._memory_leases import MemoryLeases
 from engine.checkpoint._memory_narrow import dumps_narrow, is_narrow, loads_narrow
 from engine.checkpoint._pending_writes import (
@@ -155,6 +158,16 @@ def _record(kept: _Kept | None) -> BlobRecord | None:
     return kept
 
 
+def _base_of(ns: str, kept: _Kept) -> str | tuple[str, str, str] | None:
+    """What a kept value is read from (``live_blob_keys``): the version of its
+    channel a delta extends, the value a member record reads, or None."""
+    if isinstance(kept, bytes) or kept.kind not in ("delta", MEMBER):
+        return None
+    if kept.kind == "delta":
+        return kept.base_version
+    return (ns, member_source(kept)[0], str(kept.base_version))
+
+
 def _reparented(row: _Row, parent: str | None) -> _Row:
     """The row with another parent (the rest as it was)."""
     return (row[0], row[1], parent, *row[3:])
@@ -170,6 +183,8 @@ class _Plan(NamedTuple):
     blobs: dict[tuple[str, str, str, str], _Kept]
     shared: Any = None
     """What the thread's next compact structure may share (``compact_structure``)."""
+    inputs: InputMembers | None = None
+    """An input checkpoint's large members, for the save after it (``_memory_inputs``)."""
 
 
 class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
@@ -205,11 +220,14 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
         self.blobs: dict[tuple[str, str, str, str], _Kept] = factory()
         self.deadlines: dict[str, datetime] = factory()
         self._heads: dict[tuple[str, str], str] = {}
+        """Newest checkpoint id per (thread, namespace), so a put's fencing check does
+        not scan the thread; filled on demand, forgotten when rows are deleted."""
         self._last: dict[tuple[str, str], Any] = {}
         """The newest compact structure of the places written last (a few): the next
         one shares its unchanged parts (channel names, versions seen)."""
-        """Newest checkpoint id per (thread, namespace), so a put's fencing check does
-        not scan the thread; filled on demand, forgotten when rows are deleted."""
+        self._inputs: dict[tuple[str, str], InputMembers] = {}
+        """Per place whose last save was an input checkpoint with large values: its
+        members, which the save after it keeps once (``_memory_inputs``)."""
         self.default_ttl = default_ttl
         self.leases = LeaseTable()  # never persisted: a lease lives with its process
         self.lock = threading.RLock()
@@ -247,7 +265,7 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
         return head
 
     def _forget_heads(self, thread_id: str) -> None:
-        for table in (self._heads, self._last):
+        for table in (self._heads, self._last, self._inputs):
             for place in [p for p in table if p[0] == thread_id]:
                 del table[place]
 
@@ -486,6 +504,12 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
         versions = checkpoint.get("channel_versions", {})
         nil = {c: None for c, v in values.items() if v is None and c in versions}
         blobs: dict[tuple[str, str, str, str], _Kept] = {}
+        source = metadata.get("source")
+        members = self._inputs.get(place) if source == "loop" else None
+        if members is not None and members.checkpoint_id != conf.get(
+            CONFIG_KEY_CHECKPOINT_ID
+        ):
+            members = None  # not the save right after the input checkpoint
         for channel, version in new_versions.items():
             if channel in nil:
                 continue
@@ -495,7 +519,9 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             if channel in values:
                 delta = deltas.get(channel)
                 if delta is None:
-                    blobs[key] = _kept_full(*self.serde.dumps_typed(values[channel]))
+                    value = values[channel]
+                    record = None if members is None else shared_member(members, value)
+                    blobs[key] = record or _kept_full(*self.serde.dumps_typed(value))
                     continue
                 base_key = (thread_id, ns, channel, str(delta[0]))
                 kept = pending.get(base_key)
@@ -537,7 +563,15 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             row += (checkpoint.get("ts", _NO_TS),)
         pending.update(blobs)
         batch_heads[place] = max(batch_heads.get(place) or "", checkpoint["id"])
-        return _Plan(thread_id, ns, checkpoint["id"], row, blobs, shared)
+        inputs = (
+            input_members(
+                checkpoint["id"],
+                ((k[2], k[3], values[k[2]]) for k in blobs if k[2] in values),
+            )
+            if source == "input"
+            else None
+        )
+        return _Plan(thread_id, ns, checkpoint["id"], row, blobs, shared, inputs)
 
     def _apply(self, plan: _Plan) -> RunnableConfig:
         """Store a planned put (lock held)."""
@@ -551,6 +585,11 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             self._last[place] = plan.shared
             if len(self._last) > _LAST_PLACES:
                 del self._last[next(iter(self._last))]
+        self._inputs.pop(place, None)  # for the very next save only
+        if plan.inputs is not None:
+            self._inputs[place] = plan.inputs
+            if len(self._inputs) > _LAST_PLACES:
+                del self._inputs[next(iter(self._inputs))]
         head = self._heads.get(place)
         if head is not None and plan.checkpoint_id > head:
             self._heads[place] = plan.checkpoint_id
@@ -808,9 +847,7 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
 
     def _gc_blobs(self, thread_id: str) -> None:
         base_of = {
-            (ns, channel, version): record.base_version
-            if not isinstance(record, bytes) and record.kind == "delta"
-            else None
+            (ns, channel, version): _base_of(ns, record)
             for (thread, ns, channel, version), record in self.blobs.items()
             if thread == thread_id
         }
