@@ -641,9 +641,18 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             raise ValueError(
                 "put_writes() needs a config that addresses a checkpoint_id"
             )
+        self._store_at((thread_id, ns, checkpoint_id), encoded, task_id, task_path)
+
+    def _store_at(
+        self,
+        place: tuple[str, str, str],
+        encoded: Sequence[tuple[int, str, tuple[str, bytes]]],
+        task_id: str,
+        task_path: str,
+    ) -> None:
+        """Keep a task's encoded writes for the checkpoint at ``place``."""
         if type(task_path) is str:  # the same few paths every step: keep one copy
             task_path = sys.intern(task_path)
-        place = (thread_id, ns, checkpoint_id)
         kept = self.writes.get(place)
         if kept is None and len(encoded) == 1:
             idx, channel, (tag, payload) = encoded[0]
@@ -680,9 +689,12 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             for task_id, path, writes in (task_writes if has_parent else ())
         ]
         with self.lock:
-            stored = self._put(config, checkpoint, metadata, new_versions)
-            for task_id, path, task_encoded in encoded:
-                self._store_writes(config, task_encoded, task_id, path)
+            plan = self._plan_put(config, checkpoint, metadata, new_versions, {}, {})
+            stored = self._apply(plan)
+            if encoded:  # the step's writes belong to the checkpoint before it
+                parent = (plan.thread_id, plan.ns, conf[CONFIG_KEY_CHECKPOINT_ID])
+                for task_id, path, task_encoded in encoded:
+                    self._store_at(parent, task_encoded, task_id, path)
             return stored
 
     def put_steps(
