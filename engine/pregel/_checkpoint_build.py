@@ -44,11 +44,15 @@ class CheckpointBuilder(LoopState):
         """
         if self.checkpointer is None:
             return None
-        state_keys = self.graph.output_channel_set | set(
-            (self.stream_keys,)
-            if isinstance(self.stream_keys, str)
-            else self.stream_keys
-        )
+        cached = self._state_keys
+        if cached is None or cached[0] is not self.stream_keys:
+            keys = self.stream_keys
+            cached = self._state_keys = (
+                keys,
+                self.graph.output_channel_set
+                | set((keys,) if isinstance(keys, str) else keys),
+            )
+        state_keys = cached[1]
         writes: dict[str, list[str]] = {}
         for task in tasks:
             if TAG_HIDDEN in task.node.tags:
