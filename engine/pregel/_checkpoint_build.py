@@ -200,6 +200,9 @@ class CheckpointBuilder(LoopState):
             conf[CONFIG_KEY_CHECKPOINT_ID] = parent_id
         if self._fence:
             conf[EXPECTED_HEAD] = parent_id
+        lease = getattr(self.persistence, "fence", None)
+        if lease:  # the run's lease, which the persistence would add in a copy
+            conf.update(lease)
         return snapshot, new_versions, {CONF: conf}
 
 

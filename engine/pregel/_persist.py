@@ -555,8 +555,14 @@ def _report(batch: Sequence[Saved], seconds: float) -> None:
 
 
 def _fenced(config: RunnableConfig, fence: dict[str, Any]) -> RunnableConfig:
-    """``config`` whose ``configurable`` also carries ``fence`` (a lease's key)."""
-    return {**config, CONF: {**config.get(CONF, {}), **fence}}
+    """``config`` whose ``configurable`` also carries ``fence`` (a lease's key):
+    itself when it already does (the loop builds each save's config with it, so a
+    queued save holds one config, not two)."""
+    conf = config.get(CONF, {})
+    for key, value in fence.items():
+        if conf.get(key) != value:
+            return {**config, CONF: {**conf, **fence}}
+    return config
 
 
 def _silence(future: Future[Any] | asyncio.Future[Any]) -> None:
