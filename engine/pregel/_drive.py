@@ -446,11 +446,9 @@ def _nothing() -> Iterator[StreamChunk]:
 
 
 def _drain(chunks: queue.SimpleQueue[Any]) -> Iterator[StreamChunk]:
-    while True:
-        try:
-            yield chunks.get_nowait()
-        except queue.Empty:
-            return
+    # The run's thread is the queue's only reader (see ``_runner._drain``).
+    while not chunks.empty():
+        yield chunks.get_nowait()
 
 
 def _adrain(chunks: asyncio.Queue[Any]) -> Iterator[StreamChunk]:

@@ -131,11 +131,10 @@ def run_step(
 
 
 def _drain(chunks: queue.SimpleQueue[Any]) -> Iterator[StreamChunk]:
-    while True:
-        try:
-            item = chunks.get_nowait()
-        except queue.Empty:
-            return
+    # This thread is the queue's only reader: what ``empty`` says is there
+    # stays there (checking costs less than the exception an empty get raises).
+    while not chunks.empty():
+        item = chunks.get_nowait()
         if not isinstance(item, _Done):
             yield item
 
