@@ -16,6 +16,11 @@ from engine.types import Send
 __all__ = ("BranchSpec", "branch_channel")
 
 
+_NEVER_AWAITABLE = frozenset({str, list, tuple, type(None)})
+"""What a path function usually returns: a node name, several, END... checked
+by type first, as ``inspect.isawaitable`` goes through an ABC's instance check."""
+
+
 def branch_channel(node: str) -> str:
     """The trigger channel of a node: writing it schedules the node next step.
 
@@ -130,7 +135,7 @@ class BranchSpec:
         scope = current_scope()
         path = self.path
         result = path.func(state) if scope is None else path.invoke(state, scope)
-        if inspect.isawaitable(result):
+        if type(result) not in _NEVER_AWAITABLE and inspect.isawaitable(result):
             result = _run_coroutine(result)
         return result
 
