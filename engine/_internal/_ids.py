@@ -79,14 +79,19 @@ def utc_now_iso() -> str:
     return f"{text}.{micro:06d}+00:00" if micro else f"{text}+00:00"
 
 
+_STR_OR_INT = frozenset({str, int})
+
+
 def task_id_for(*parts: str | int | bytes) -> str:
-    """Deterministic task id (UUID-shaped) from the parts that identify a task."""
-    raw = bytearray(
-        hashlib.blake2b(
-            b"\x00".join(p if isinstance(p, bytes) else str(p).encode() for p in parts),
-            digest_size=16,
-        ).digest()
-    )
+    """Deterministic task id (UUID-shaped) from the parts that identify a task:
+    the BLAKE2b digest of the parts as text (bytes as they are), NUL-separated."""
+    if set(map(type, parts)) <= _STR_OR_INT:  # every pull and push task's parts
+        data = "\x00".join(map(str, parts)).encode()  # the same bytes, joined once
+    else:
+        data = b"\x00".join(
+            p if isinstance(p, bytes) else str(p).encode() for p in parts
+        )
+    raw = bytearray(hashlib.blake2b(data, digest_size=16).digest())
     raw[6] = (raw[6] & 0x0F) | 0x50
     raw[8] = (raw[8] & 0x3F) | 0x80
     h = raw.hex()

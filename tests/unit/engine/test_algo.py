@@ -5,8 +5,10 @@ No loop, no saver, no clock: hand-built checkpoints and channel dicts only.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import operator
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -164,6 +166,26 @@ def test_a_pull_task_id_is_the_hash_of_its_parts() -> None:
     assert list(prepare_next_tasks(checkpoint, nodes, channels, 3)) == [
         task_id_for(checkpoint["id"], "", "3", "a", PULL, "x")
     ]
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        ("1f1f0252-a3a4-68d9-8000-6d083864e1cf", "", "3", "a", PULL, "go:a"),
+        ("cid", "parent:1", "0", "work", PUSH, 7),  # a Send's index
+        ("cid", "", "1", "nœud-é", PULL, "x"),  # not ASCII
+        ("cid", b"\xffraw", 2),  # bytes as they are
+    ],
+)
+def test_task_ids_are_the_digest_of_the_parts_each_encoded(parts: tuple) -> None:
+    """Stored pending writes are matched by task id: however the parts are joined,
+    the digest is of each part as UTF-8 text (bytes as they are), NUL-separated."""
+    data = b"\x00".join(p if isinstance(p, bytes) else str(p).encode() for p in parts)
+    raw = bytearray(hashlib.blake2b(data, digest_size=16).digest())
+    raw[6] = (raw[6] & 0x0F) | 0x50
+    raw[8] = (raw[8] & 0x3F) | 0x80
+
+    assert task_id_for(*parts) == str(uuid.UUID(bytes=bytes(raw)))
 
 
 def test_prepare_next_tasks_skips_a_node_that_already_saw_the_version() -> None:
