@@ -509,7 +509,8 @@ def decode_member(
     if source is None or source.kind not in ("full", "delta"):
         raise SerializationError(
             f"Stored {what} reads channel {channel!r} at version "
-            f"{record.base_version!r}, which is missing (corrupt checkpoint data)"
+            f"{record.base_version!r}, which holds no stored value (corrupt "
+            "checkpoint data)"
         )
     holder = decode_chain(serde, str(record.base_version), _bind(lookup, channel), what)
     if not isinstance(holder, dict) or key not in holder:

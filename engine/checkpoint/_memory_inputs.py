@@ -6,11 +6,12 @@ each input key's value again, in the state channel the first step wrote it to:
 a large input (a document, a list of records) would be encoded and kept twice.
 So when :class:`~engine.checkpoint.memory.InMemorySaver` stores an input
 checkpoint (``metadata["source"] == "input"``), it remembers the large members
-of the dicts it stored there (:func:`input_members`); the next save of the same
-thread and namespace whose parent is that checkpoint stores a value that *is*
-one of them (the same object) as a ``member`` record instead (the channel,
-version and key to read it from: see ``engine.checkpoint._blobs``). Any other
-save forgets what was remembered.
+of the dicts it stored there (:func:`input_members`); when the next save of the
+same thread and namespace is the run's own next step (``source`` ``"loop"``,
+its parent that checkpoint), a value it stores that *is* one of them (the same
+object) is kept as a ``member`` record instead (the channel, version and key to
+read it from: see ``engine.checkpoint._blobs``). Any save forgets what was
+remembered; an update or a fork never shares.
 
 Between those two saves only the engine runs: the first step maps the input to
 the state's channels (a channel's reducer gets the input value as its update;
