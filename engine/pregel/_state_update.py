@@ -9,7 +9,6 @@ super-step of updates. Reading snapshots is in ``_state_read``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from engine._internal._constants import (
@@ -22,7 +21,7 @@ from engine._internal._constants import (
     INTERRUPT,
     START,
 )
-from engine._internal._ids import new_checkpoint_id, task_id_for
+from engine._internal._ids import new_checkpoint_id, task_id_for, utc_now_iso
 from engine._internal._typing import MISSING, RunnableConfig
 from engine.channels.base import BaseChannel
 from engine.channels.delta import DeltaChannel
@@ -282,7 +281,7 @@ def plan_update(
             new_values[chan] = value
     checkpoint["channel_values"] = new_values
     checkpoint["id"] = new_checkpoint_id(new_step)
-    checkpoint["ts"] = datetime.now(UTC).isoformat()
+    checkpoint["ts"] = utc_now_iso()
     if graph.schema_version is not None:
         checkpoint["schema_version"] = graph.schema_version
     upcoming = prepare_next_tasks(
@@ -433,7 +432,7 @@ def _plan_copy(
         checkpoint["schema_version"] = saved.checkpoint["schema_version"]
     step = saved.metadata.get("step", -1)
     checkpoint["id"] = new_checkpoint_id(step + 1)
-    checkpoint["ts"] = datetime.now(UTC).isoformat()
+    checkpoint["ts"] = utc_now_iso()
     conf = saved.config.get(CONF, {})
     parent = public_config(saved.parent_config)
     plan.parent_config = parent or {

@@ -27,7 +27,7 @@ from engine._internal._constants import (
     INTERRUPT,
     RESUME,
 )
-from engine._internal._ids import new_checkpoint_id
+from engine._internal._ids import new_checkpoint_id, utc_now_iso
 from engine._internal._typing import MISSING, RunnableConfig
 from engine.checkpoint._delta_history import DeltaChannelHistory, DeltaNode, DeltaWalk
 from engine.checkpoint._lease import DEFAULT_LEASE_SECONDS, ThreadLease
@@ -199,7 +199,7 @@ def empty_checkpoint() -> Checkpoint:
     return Checkpoint(
         v=CHECKPOINT_FORMAT,
         id=new_checkpoint_id(-1),
-        ts=datetime.now(UTC).isoformat(),
+        ts=utc_now_iso(),
         channel_values={},
         channel_versions={},
         versions_seen={},
@@ -253,7 +253,7 @@ def create_checkpoint(
     created = Checkpoint(
         v=CHECKPOINT_FORMAT,
         id=id or new_checkpoint_id(step),
-        ts=datetime.now(UTC).isoformat(),
+        ts=utc_now_iso(),
         channel_values=values,
         channel_versions=checkpoint["channel_versions"],
         versions_seen=checkpoint["versions_seen"],
