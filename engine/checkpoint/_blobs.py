@@ -31,6 +31,7 @@ __all__ = (
     "decode_chain",
     "dumps_structure",
     "encode_blob",
+    "full_record",
     "inline_values",
     "load_stored",
     "member_record",
@@ -126,8 +127,12 @@ def encode_blob(
                 acc,
                 base.root,
             )
-    tag, payload = serde.dumps_typed(value)
-    return BlobRecord("full", tag, payload, None, None, 0, 0, len(payload))
+    return full_record(*serde.dumps_typed(value))
+
+
+def full_record(type_tag: str, payload: bytes) -> BlobRecord:
+    """The record of a whole value (the root of any delta chain built on it)."""
+    return BlobRecord("full", type_tag, payload, None, None, 0, 0, len(payload))
 
 
 def dumps_structure(serde: SerializerProtocol, value: Any) -> tuple[str, bytes]:

@@ -32,6 +32,7 @@ from engine.checkpoint._blobs import (
     decode_blobs,
     dumps_structure,
     encode_blob,
+    full_record,
     load_stored,
     member_source,
     pack_structure,
@@ -148,13 +149,13 @@ def _kept_full(tag: str, payload: bytes) -> _Kept:
     when it would only be taken apart again."""
     if tag == "json":
         return payload
-    return BlobRecord("full", tag, payload, None, None, 0, 0, len(payload))
+    return full_record(tag, payload)
 
 
 def _record(kept: _Kept | None) -> BlobRecord | None:
     """The record a kept blob stands for (None for None)."""
     if isinstance(kept, bytes):
-        return BlobRecord("full", "json", kept, None, None, 0, 0, len(kept))
+        return full_record("json", kept)
     return kept
 
 

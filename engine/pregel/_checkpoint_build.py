@@ -16,7 +16,7 @@ from engine._internal._constants import (
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_THREAD_ID,
 )
-from engine._internal._ids import new_checkpoint_id
+from engine._internal._ids import new_checkpoint_id, utc_now_iso
 from engine._internal._typing import MISSING, RunnableConfig
 from engine.checkpoint.base import EXPECTED_HEAD, Checkpoint
 from engine.constants import TAG_HIDDEN
@@ -27,7 +27,7 @@ from engine.pregel._delta import (
     channels_to_snapshot,
     reset_counters,
 )
-from engine.pregel._loop_state import LoopState, now_iso
+from engine.pregel._loop_state import LoopState
 
 __all__ = ("CheckpointBuilder",)
 
@@ -125,7 +125,7 @@ class CheckpointBuilder(LoopState):
         (returned), and the configs that address it and its parent."""
         checkpoint = self.checkpoint
         checkpoint["id"] = new_checkpoint_id(self.step)
-        checkpoint["ts"] = now_iso()
+        checkpoint["ts"] = utc_now_iso()
         checkpoint["updated_channels"] = (
             sorted(self.updated_channels) if self.updated_channels is not None else None
         )

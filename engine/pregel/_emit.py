@@ -20,6 +20,7 @@ from engine._internal._constants import (
     PUSH,
     TASKS,
 )
+from engine._internal._ids import utc_now_iso
 from engine._internal._typing import RunnableConfig
 from engine.constants import TAG_HIDDEN
 from engine.errors import (
@@ -30,7 +31,7 @@ from engine.pregel._algo import (
     PregelExecutableTask,
 )
 from engine.pregel._io import keyed_update
-from engine.pregel._loop_state import SPECIAL_WRITES, LoopState, now_iso
+from engine.pregel._loop_state import SPECIAL_WRITES, LoopState
 from engine.types import Interrupt
 
 __all__ = ("LoopEmitter",)
@@ -51,7 +52,7 @@ class LoopEmitter(LoopState):
                     "debug",
                     {
                         "step": step,
-                        "timestamp": now_iso(),
+                        "timestamp": utc_now_iso(),
                         "type": kind,
                         "payload": payload,
                     },

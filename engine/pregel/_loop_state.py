@@ -25,7 +25,6 @@ from engine._internal._constants import (
     NO_WRITES,
     RESUME,
 )
-from engine._internal._ids import utc_now_iso
 from engine._internal._scope import TaskScope
 from engine._internal._typing import MISSING, RunnableConfig
 from engine.channels.base import BaseChannel
@@ -61,7 +60,6 @@ __all__ = (
     "Status",
     "StreamChunk",
     "error_payload",
-    "now_iso",
 )
 
 StreamChunk = tuple[tuple[str, ...], str, Any]
@@ -77,10 +75,6 @@ Status = Literal[
     "draining",
 ]
 SPECIAL_WRITES = frozenset({ERROR, INTERRUPT, RESUME, NO_WRITES})
-
-
-now_iso = utc_now_iso
-"""Now in UTC, ISO 8601 (a checkpoint's ``ts``, as LangGraph writes it)."""
 
 
 def error_payload(exc: BaseException) -> dict[str, str]:
