@@ -320,12 +320,14 @@ def apply_writes(
         triggers = task.triggers
         if triggers:
             bump_step = True
-            seen = versions_seen.get(task.name)
-            if seen is None:
-                seen = versions_seen[task.name] = {}
+            # A new dict, never the old one changed: a snapshot taken before
+            # (a save still queued) shares each node's dict (``_snapshot``).
+            before = versions_seen.get(task.name)
+            seen = {} if before is None else dict(before)
             for chan in triggers:
                 if chan in versions:
                     seen[chan] = versions[chan]
+            versions_seen[task.name] = seen
 
     next_version: Any = get_next_version() if get_next_version is not None else None
 

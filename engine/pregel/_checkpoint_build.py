@@ -77,7 +77,10 @@ class CheckpointBuilder(LoopState):
         self._saved_values = values
         seen = working["versions_seen"]
         if not getattr(self.persistence, "kept_by_copy", False):
-            seen = {k: dict(v) for k, v in seen.items()}  # the saver may keep it
+            # The saver may keep it. Each node's dict is shared, not copied:
+            # the loop replaces a node's dict rather than change it
+            # (``apply_writes``, interrupts).
+            seen = dict(seen)
         snapshot = Checkpoint(
             v=working.get("v", 4),
             id=working["id"],

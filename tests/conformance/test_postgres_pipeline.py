@@ -144,3 +144,16 @@ async def test_the_async_saver_on_a_callers_pipeline(dsn) -> None:
     async with AsyncPostgresSaver.from_conn_string(dsn, pipeline=True) as piped:
         assert piped.pipe is not None
         assert len([t async for t in piped.alist(make_config("t1"))]) == 3
+
+
+def test_a_long_list_sent_in_parts_through_the_callers_pipeline(dsn) -> None:
+    items = [{"id": i, "text": f"item number {i}"} for i in range(5000)]
+    root = make_checkpoint({"items": items})
+    with PostgresSaver.from_conn_string(dsn, pipeline=True) as saver:
+        saver.setup()
+        saver.put(make_config("t1"), root, make_metadata(), root["channel_versions"])
+
+        loaded = saver.get_tuple(make_config("t1"))
+
+    assert loaded is not None
+    assert loaded.checkpoint["channel_values"]["items"] == items

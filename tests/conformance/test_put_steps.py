@@ -26,6 +26,7 @@ from tests._support.builders import (
     next_checkpoint,
 )
 from tests._support.savers import SaverSpec
+from tests._support.sql_ops import statements_of
 
 
 def _root(saver: BaseCheckpointSaver, thread_id: str = "t1", ns: str = ""):
@@ -389,16 +390,7 @@ def test_repeated_conflicting_batches_do_not_disturb_later_ones(saver) -> None:
 
 def _statements(steps: list[StepSave]) -> list[Any]:
     """Drive put_steps' operation for Postgres without a database: what it yields."""
-    op = saves.put_steps(DIALECT, JsonPlusSerializer(), steps)
-    yielded = []
-    answer: Any = None
-    while True:
-        try:
-            stmt = op.send(answer)
-        except StopIteration:
-            return yielded
-        yielded.append(stmt)
-        answer = [[] for _ in stmt] if isinstance(stmt, tuple) else None
+    return statements_of(saves.put_steps(DIALECT, JsonPlusSerializer(), steps))
 
 
 def _round_trips(yielded: list[Any]) -> int:
@@ -510,16 +502,18 @@ def test_postgres_batch_led_by_writes_checks_its_first_checkpoint_first() -> Non
     assert not [s for s in flat if s.sql == DIALECT.lock_thread]
 
 
-def _large_steps(count: int, size: int) -> tuple[list[StepSave], list[Checkpoint]]:
+def _large_steps(
+    count: int, size: int, line: int = 1000
+) -> tuple[list[StepSave], list[Checkpoint]]:
     """``count`` fenced steps after a root, each setting ``doc`` to a new list of
-    about ``size`` characters (lines of 1,000), written by its task (a value and
-    a write each)."""
+    about ``size`` characters (lines of ``line``), written by its task (a value
+    and a write each)."""
     root = make_checkpoint({"doc": []})
     steps: list[StepSave] = []
     made: list[Checkpoint] = [root]
     for step in range(count):
         previous = made[-1]
-        value = [chr(ord("a") + step) * 1000] * max(1, size // 1000)
+        value = [chr(ord("a") + step) * line] * max(1, size // line)
         checkpoint, changed = next_checkpoint(previous, {"doc": value}, step=step)
         steps.append(
             (
@@ -537,7 +531,8 @@ def _large_steps(count: int, size: int) -> tuple[list[StepSave], list[Checkpoint
 def test_postgres_batch_of_large_values_sends_each_before_serializing_the_next() -> (
     None
 ):
-    steps, _ = _large_steps(3, saves.FLUSH_BYTES)
+    # few long lines: each value is one row (a long list would go in parts)
+    steps, _ = _large_steps(3, saves.FLUSH_BYTES, line=8000)
 
     yielded = _statements(steps)
 

@@ -19,8 +19,11 @@ put_writes. Semantics are InMemorySaver's, statement for statement.
   are serialized).
 * Serializing: a checkpoint's structure and metadata before the transaction, its
   values and writes inside it, entry by entry, just before their rows are sent,
-  so a batch of large values never holds them all serialized. A value that
-  cannot be stored fails the transaction: nothing of the batch is kept.
+  so a batch of large values never holds them all serialized. Where the dialect
+  can put parts together (Postgres), a value whose JSON passes ``PART_BYTES`` (a
+  long list, or a state dict holding one) is serialized and sent a part at a
+  time, so not even one value is held serialized whole. A value that cannot be
+  stored fails the transaction: nothing of the batch is kept, parts included.
 * Channel values are written once per (thread, namespace, channel, version);
   list channels that only grew are written as deltas on their base version.
 * Storage layout: the checkpoint dict is stored without its ``id`` (the
@@ -36,7 +39,8 @@ put_writes. Semantics are InMemorySaver's, statement for statement.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+import uuid
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -52,6 +56,7 @@ from engine.checkpoint._blobs import (
     BlobRecord,
     dumps_structure,
     encode_blob,
+    full_record,
     inline_values,
     stored_structure,
 )
@@ -92,6 +97,14 @@ than about this much serialized at once (plus one entry's own), however large
 their values. Smaller batches still go in one statement per table and, on
 Postgres, one round trip."""
 
+PART_BYTES = 32 * 1024
+"""A value whose serialized form passes this many bytes is sent in parts of
+about this size, each serialized just before it is sent, where the dialect can
+put parts together (Postgres: ``insert_blob_part`` and ``join_blob_parts``) and
+the serializer writes in pieces (``dumps_typed_pieces``). A large state is then
+never held serialized whole, nor copied whole by the driver: a run's peak
+memory stays near the value itself. Smaller values go as one row, as before."""
+
 _WriteRow = tuple[str, int, str, str, bytes, str]
 """(task_id, idx, channel, type, payload, task_path)"""
 
@@ -129,6 +142,9 @@ class _Entry:
     lists: set[str] = field(default_factory=set)
     """Channels whose value is a list: only they can be a later delta's base, so
     only theirs go to the :class:`ChainBook` (a counter's never would be read)."""
+    sent: set[str] = field(default_factory=set)
+    """Channels whose value is already stored, sent in parts (``_send_in_parts``):
+    their record in ``blobs`` is bookkeeping only."""
 
 
 class ChainBook:
@@ -467,6 +483,11 @@ def _store(
     deadlines: dict[str, datetime] = {}
     results: list[RunnableConfig | None] = []
     queued = 0  # payload bytes gathered since the last flush
+    pieces_of = (
+        getattr(serde, "dumps_typed_pieces", None)
+        if "insert_blob_part" in d.sql
+        else None
+    )
 
     def flush() -> Op[None]:
         if keep:
@@ -523,6 +544,8 @@ def _store(
                         staged[blob_key] = bookkeeping
                 else:  # never a delta's base (only lists are): noted as such
                     records[blob_key] = EMPTY_RECORD
+            if channel in e.sent:
+                continue  # stored already, its parts put together
             blob_rows.append(d.blob_params((*blob_key, *record)))
             size += len(record.payload)
         e.blobs = {}
@@ -552,6 +575,8 @@ def _store(
                 yield from flush()
                 yield Stmt(d.expect_head, (e.thread_id, e.ns, e.expected))
                 heads[place] = e.expected
+        if e.values and pieces_of is not None:
+            yield from _send_in_parts(d, pieces_of, e)
         if queued > FLUSH_BYTES:
             # Large values: send what is gathered before serializing more, so
             # the batch never holds many of them at once (a pipelining driver
@@ -578,6 +603,69 @@ def _store(
     if release is not None:
         yield Stmt(d["lease_release"], release)
     return results
+
+
+def _send_in_parts(
+    d: SqlDialect,
+    pieces_of: Callable[[Any], tuple[str, Iterable[bytes]]],
+    e: _Entry,
+) -> Op[None]:
+    """Serialize the entry's whole values (``e.values``) into ``e.blobs``,
+    sending each one larger than ``PART_BYTES`` in parts as it is serialized,
+    then put together into its row (noted in ``e.sent``); the others go with
+    the entry's rows, as before.
+
+    A part is a row of the blobs table under a version of its own (a random
+    token: it never meets a real one), numbered in ``chain_len``; the statement
+    that puts them together deletes them and inserts the value's row as
+    ``insert_blob`` would (none if the key is stored already). All of it happens
+    in the save's transaction: a failure leaves nothing, parts included.
+    """
+    for channel in list(e.values):
+        tag, pieces = pieces_of(e.values.pop(channel))
+        held: list[bytes] = []
+        held_bytes = total = 0
+        parts: list[str] = []
+        for piece in pieces:
+            if held_bytes >= PART_BYTES:  # and more follows: a part
+                yield _part(d, e, channel, parts, held)
+                total += held_bytes
+                held, held_bytes = [], 0
+            held.append(piece)
+            held_bytes += len(piece)
+        if not parts:  # one piece, or small enough: one row
+            e.blobs[channel] = full_record(tag, b"".join(held))
+            continue
+        if held:
+            yield _part(d, e, channel, parts, held)
+            total += held_bytes
+        del held
+        row = d.blob_params(
+            (e.thread_id, e.ns, channel, e.versions[channel], "full", tag, b"")
+            + (None, None, 0, 0, 0)
+        )
+        yield Stmt(
+            d["join_blob_parts"],
+            (e.thread_id, e.ns, channel, parts, *row[:6], *row[7:]),
+        )
+        e.blobs[channel] = BlobRecord("full", tag, b"", None, None, 0, 0, total)
+        e.sent.add(channel)
+
+
+def _part(
+    d: SqlDialect,
+    e: _Entry,
+    channel: str,
+    parts: list[str],
+    held: list[bytes],
+) -> Stmt:
+    """The statement storing the next part of a value (its version goes to ``parts``)."""
+    token = parts[0][: parts[0].rindex(" ")] if parts else f"~part {uuid.uuid4().hex}"
+    parts.append(f"{token} {len(parts)}")
+    return Stmt(
+        d["insert_blob_part"],
+        (e.thread_id, e.ns, channel, parts[-1], b"".join(held), len(parts) - 1),
+    )
 
 
 # -- pieces ------------------------------------------------------------------------

@@ -521,6 +521,27 @@ _BLOB_BASES = (
     "AND b.channel = w.channel AND b.version = w.version LIMIT 1) x"
 )
 
+# A value sent in parts (``saves._send_in_parts``): each part a row of its own
+# under a throwaway version, numbered in chain_len; then one statement deletes
+# the parts and inserts the value's row from them, in order, as insert_blob
+# would (nothing when the key is stored already).
+_INSERT_BLOB_PART = (
+    "INSERT INTO engine_checkpoint_blobs "
+    "(thread_id, checkpoint_ns, channel, version, blob, chain_len) "
+    "VALUES (%s, %s, %s, %s, %s, %s)"
+)
+_JOIN_BLOB_PARTS = (
+    "WITH parts AS (DELETE FROM engine_checkpoint_blobs "
+    "WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s "
+    "AND version = ANY(%s::text[]) RETURNING chain_len, blob) "
+    "INSERT INTO engine_checkpoint_blobs (thread_id, checkpoint_ns, channel, "
+    "version, kind, type, blob, base_version, delta_start, chain_len, chain_bytes, "
+    "root_bytes) VALUES (%s, %s, %s, %s, %s, %s, "
+    "(SELECT string_agg(blob, ''::bytea ORDER BY chain_len) FROM parts), "
+    "%s, %s, %s, %s, %s) "
+    "ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING"
+)
+
 DIALECT = PostgresDialect(
     placeholder="%s",
     keys3=_keys(3),
@@ -542,6 +563,8 @@ DIALECT = PostgresDialect(
         "stored_bytes": _STORED_BYTES,
         "blobs_for_keys": _BLOBS_FOR_KEYS,
         "blob_bases": _BLOB_BASES,
+        "insert_blob_part": _INSERT_BLOB_PART,
+        "join_blob_parts": _JOIN_BLOB_PARTS,
         "thread_blob_keys": (
             f"SELECT checkpoint_ns, channel, version, {_KIND}, base_version "
             "FROM engine_checkpoint_blobs x WHERE thread_id = %s"

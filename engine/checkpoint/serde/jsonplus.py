@@ -27,7 +27,7 @@ import io
 import math
 import threading
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 import orjson
@@ -574,6 +574,62 @@ class JsonPlusSerializer:
             return "bytes", obj
         return "json", self.dumps(obj)
 
+    def dumps_typed_pieces(self, obj: Any) -> tuple[str, Iterator[bytes]]:
+        """``dumps_typed(obj)`` with its payload as an iterator of pieces, which
+        joined are exactly that payload.
+
+        For a saver that sends a large value in parts (Postgres): a long list, or
+        a state dict holding one, is serialized a chunk of ``CHUNK_ITEMS`` items
+        at a time as the iterator is read, so the whole payload never exists at
+        once. Any other value (and every value when ``dumps_typed`` or ``dumps``
+        is overridden by a subclass) is one piece.
+        """
+        cls = type(self)
+        if (
+            cls.dumps_typed is JsonPlusSerializer.dumps_typed
+            and cls.dumps is JsonPlusSerializer.dumps
+            and _pieceable(obj)
+        ):
+            return "json", self._pieces(obj)
+        tag, payload = self.dumps_typed(obj)
+        return tag, iter((payload,))
+
+    def _pieces(self, value: Any) -> Iterator[bytes]:
+        """The JSON of ``value`` (a ``_pieceable`` one, or any value inside it)
+        in pieces: what ``dumps`` writes, since a list is encoded item by item
+        and a dict with plain keys value by value (see ``_Encoder``)."""
+        if type(value) is list and len(value) > CHUNK_ITEMS:
+            for start in range(0, len(value), PIECE_ITEMS):
+                yield b"," if start else b"["
+                # Its items without the brackets; no name keeps orjson's buffer
+                # alive while the caller holds the piece.
+                yield memoryview(self._piece(value[start : start + PIECE_ITEMS]))[
+                    1:-1
+                ].tobytes()
+            yield b"]"
+        elif _pieceable(value):  # a plain-keyed dict holding a long list
+            yield b"{"
+            for index, (key, item) in enumerate(value.items()):
+                if index:
+                    yield b","
+                yield memoryview(orjson.dumps(key)).tobytes()
+                yield b":"
+                yield from self._pieces(item)
+            yield b"}"
+        else:
+            yield memoryview(self._piece(value)).tobytes()
+
+    def _piece(self, value: Any) -> bytes:
+        """``value``'s JSON in orjson's own bytes object, which reserves more than
+        it holds (several times a chunk's size): copied by the caller, whose copy
+        is what stays alive."""
+        try:
+            return orjson.dumps(self.encode(value))
+        except orjson.JSONEncodeError as exc:
+            if "64-bit" not in str(exc):
+                raise SerializationError(f"Cannot store value: {exc}") from exc
+            return orjson.dumps(self._encode_big_ints(value))
+
     def dumps_typed_plain(self, obj: Any) -> tuple[str, bytes]:
         """For structures known to hold only JSON values (a checkpoint's versions):
         plain JSON without the type walk, tagged ``jsonraw`` so loading skips it too."""
@@ -681,6 +737,25 @@ def _chunked(value: Any) -> bool:
         return len(value) > CHUNK_ITEMS
     return kind is dict and any(
         type(v) is list and len(v) > CHUNK_ITEMS for v in value.values()
+    )
+
+
+PIECE_ITEMS = 64
+"""Items of a long list serialized together by ``dumps_typed_pieces``: orjson's
+buffer for them reserves several times their JSON, so a piece stays small."""
+
+
+def _pieceable(value: Any) -> bool:
+    """Whether ``dumps_typed_pieces`` serializes ``value`` a chunk at a time: a
+    long list, or a dict holding one whose keys are stored as they are (text,
+    none of them the tag), so that writing it key by key is what ``dumps`` writes."""
+    if type(value) is list:
+        return len(value) > CHUNK_ITEMS
+    return (
+        type(value) is dict
+        and _chunked(value)
+        and TAG not in value
+        and set(map(type, value)) <= _STR_ONLY
     )
 
 

@@ -353,6 +353,23 @@ def test_apply_writes_returns_updated_channels_and_bumps_their_versions() -> Non
     assert checkpoint["channel_versions"] == {"total": 1, "last": 1}
 
 
+def test_apply_writes_replaces_a_nodes_versions_seen_instead_of_changing_it() -> None:
+    """A snapshot taken before (a save still queued) shares each node's dict;
+    the next step must leave the shared one as it was."""
+    channels = {"n": BinaryOperatorAggregate(int, operator.add)}
+    checkpoint = empty_checkpoint()
+    bump = counter()
+    apply_writes(checkpoint, channels, [writes("a", [("n", 1)])], bump, {})
+    apply_writes(checkpoint, channels, [writes("a", [("n", 1)], ["n"])], bump, {})
+    shared = dict(checkpoint["versions_seen"])  # what a snapshot keeps
+    before = dict(shared["a"])
+
+    apply_writes(checkpoint, channels, [writes("a", [("n", 1)], ["n"])], bump, {})
+
+    assert shared["a"] == before == {"n": 1}
+    assert checkpoint["versions_seen"]["a"] == {"n": 2}  # a new dict
+
+
 def test_apply_writes_in_path_order_whatever_the_finish_order() -> None:
     def run(order: Sequence[int]) -> list[str]:
         channels = {"log": BinaryOperatorAggregate(list, operator.add)}

@@ -368,3 +368,63 @@ def test_dumping_a_long_list_peaks_near_twice_its_json(
     assert len(payload) == size
     # orjson alone holds a buffer of ~4x the JSON; the chunked dump stays well below
     assert peak < 2.5 * size
+
+
+_PIECE_CASES: list[Any] = [
+    [{"id": i, "text": f"item {i}", "tags": ["a"]} for i in range(1000)],
+    list(range(300)),
+    [2**70, *range(600)],  # a big int in the first piece
+    [*range(600), -(2**70)],  # and in the last
+    [float("nan"), 1.5, float("inf")] * 200,
+    [(1, 2)] * 300 + [dt.datetime(2020, 1, 1), Color.RED],
+    {"n": 0, "items": list(range(1000)), "z": {"a": (1,)}},
+    {"a": {"b": list(range(1000))}, "items": [Color.BLUE] * 500, "e": []},
+    {"__t": 1, "items": list(range(1000))},  # the tag as a key: tagged whole
+    {1: 2, "items": list(range(1000))},  # a key that is not text: tagged whole
+    list(range(10)),
+    {"a": 1},
+    "text",
+    5,
+    None,
+    b"bytes",
+]
+
+
+@pytest.mark.parametrize("value", _PIECE_CASES, ids=range(len(_PIECE_CASES)))
+def test_pieces_join_into_exactly_what_dumps_typed_writes(
+    serde: JsonPlusSerializer, value: Any
+) -> None:
+    tag, pieces = serde.dumps_typed_pieces(value)
+
+    assert (tag, b"".join(pieces)) == serde.dumps_typed(value)
+
+
+def test_a_long_list_comes_in_small_pieces(serde: JsonPlusSerializer) -> None:
+    items = [{"id": i, "text": f"item number {i}"} for i in range(5000)]
+
+    pieces = list(serde.dumps_typed_pieces({"n": 1, "items": items})[1])
+
+    assert len(pieces) > 5000 // 64
+    assert max(map(len, pieces)) < 4096  # 64 items of ~40 bytes
+    assert all(type(p) is bytes for p in pieces)
+
+
+def test_an_item_that_cannot_be_stored_fails_the_pieces_like_dumps(
+    serde: JsonPlusSerializer,
+) -> None:
+    _, pieces = serde.dumps_typed_pieces([*range(1000), object()])
+
+    with pytest.raises(SerializationError, match="builtins:object"):
+        list(pieces)
+
+
+def test_a_subclass_that_changes_dumps_typed_gets_one_piece_of_its_own() -> None:
+    class Marked(JsonPlusSerializer):
+        def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+            tag, payload = super().dumps_typed(obj)
+            return tag, b" " + payload
+
+    value = list(range(1000))
+    tag, pieces = Marked().dumps_typed_pieces(value)
+
+    assert (tag, list(pieces)) == ("json", [b" " + orjson.dumps(value)])
