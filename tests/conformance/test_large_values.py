@@ -1,6 +1,6 @@
 """Large values: a long list (or a state dict holding one) is stored and read back
-exactly by every saver; the SQL savers send it in parts, each serialized just
-before it is sent, and put them together in the save's transaction (see
+exactly by every saver; Postgres sends it in parts, each serialized just before
+it is sent, and puts them together in the save's transaction (see
 ``engine.checkpoint._sqlcore.saves.PART_BYTES``)."""
 
 from __future__ import annotations
@@ -9,14 +9,12 @@ import gc
 import tracemalloc
 from typing import Any
 
-import orjson
 import pytest
 
 from engine.checkpoint._sqlcore import saves
 from engine.checkpoint.base import BaseCheckpointSaver
 from engine.checkpoint.postgres._sql import DIALECT
 from engine.checkpoint.serde.jsonplus import JsonPlusSerializer
-from engine.checkpoint.sqlite._sql import DIALECT as SQLITE
 from engine.errors import SerializationError
 from tests._support.builders import (
     fenced,
@@ -76,7 +74,7 @@ def test_a_long_list_and_a_dict_holding_one_read_back_exactly(
     }
     assert latest.checkpoint["channel_values"]["items"] == items
     assert latest.checkpoint["channel_values"]["items"][7]["tags"][1] == (7, "b")
-    if saver_spec.shared:
+    if saver_spec.kind == "postgres":
         assert _part_rows(saver_spec) == []  # put together, none left behind
 
 
@@ -102,7 +100,7 @@ def test_a_value_failing_halfway_stores_nothing(
 
     latest = saver.get_tuple(make_config("t1"))
     assert latest is not None and latest.checkpoint["id"] == root["id"]
-    if saver_spec.shared:
+    if saver_spec.kind == "postgres":
         assert _part_rows(saver_spec) == []
 
 
@@ -131,7 +129,7 @@ def test_a_version_stored_already_keeps_its_first_value(
     assert loaded is not None
     assert loaded.checkpoint["channel_values"]["__start__"]["note"] == "x"
     assert len(loaded.checkpoint["channel_values"]["__start__"]["items"]) == ITEMS
-    if saver_spec.shared:
+    if saver_spec.kind == "postgres":
         assert _part_rows(saver_spec) == []
 
 
@@ -188,38 +186,6 @@ def test_postgres_sends_a_long_list_in_parts_no_bigger_than_the_limit() -> None:
     assert all(row[2] != "__start__" for row in inserted)
 
 
-def test_sqlite_sends_a_long_list_in_growing_parts_put_together_in_order() -> None:
-    value = _input_checkpoint(_items(20_000))
-    whole = JsonPlusSerializer().dumps_typed(value["channel_values"]["__start__"])
-
-    yielded = statements_of(
-        saves.put(
-            SQLITE,
-            JsonPlusSerializer(),
-            make_config("t1"),
-            value,
-            make_metadata(-1, "input"),
-            value["channel_versions"],
-        )
-    )
-
-    parts = [s for s in yielded if s.sql == SQLITE["insert_blob_part"]]
-    payloads = [s.params[4] for s in parts]
-    assert b"".join(payloads) == whole[1]
-    sizes = list(map(len, payloads))
-    # each part after the first few at least a quarter of what came before it
-    assert all(size >= sum(sizes[:at]) // 4 for at, size in enumerate(sizes[:-1]) if at)
-    assert len(parts) < 20  # not 50 parts of 32 KiB
-    join, drop = (
-        s
-        for s in yielded
-        if s.sql in (SQLITE["join_blob_parts"], SQLITE["drop_blob_parts"])
-    )
-    assert join.sql == SQLITE["join_blob_parts"]
-    assert orjson.loads(join.params[3]) == [s.params[3] for s in parts]
-    assert drop.params == join.params[:4]
-
-
 def test_postgres_sends_a_small_value_as_one_row() -> None:
     yielded = _yielded(_input_checkpoint(_items(300)))  # a long list, but small
 
@@ -230,14 +196,13 @@ def test_postgres_sends_a_small_value_as_one_row() -> None:
     assert [row[2] for row in inserted] == ["__start__"]
 
 
-def test_a_sql_saver_never_holds_a_long_list_serialized_whole(
+def test_postgres_never_holds_a_long_list_serialized_whole(
     saver: BaseCheckpointSaver, saver_spec: SaverSpec
 ) -> None:
-    """A 1.6 MB list saved: the save's peak stays a fraction of its JSON (a
-    part and the driver's copy of it; SQLite's parts grow, its driver's copies
-    are not Python's), where one row would hold it several times."""
-    if not saver_spec.shared:
-        pytest.skip("the memory saver keeps its values serialized whole")
+    """A 1.3 MiB list saved: the save's peak stays a fraction of its JSON (each
+    part and the driver's copy of it), where one row would hold it twice."""
+    if saver_spec.kind != "postgres":
+        pytest.skip("only Postgres sends a value in parts")
     items = _items(20_000)
     size = len(JsonPlusSerializer().dumps_typed(items)[1])
     root = make_checkpoint({"items": items})
@@ -254,6 +219,4 @@ def test_a_sql_saver_never_holds_a_long_list_serialized_whole(
     loaded = saver.get_tuple(make_config("t1"))
     assert loaded is not None and loaded.checkpoint["channel_values"]["items"] == items
     assert size > 1 << 20
-    # Postgres: ~32 KiB parts; SQLite: its last parts near a fifth of the value
-    bound = size / 4 if saver_spec.kind == "postgres" else size / 2
-    assert peak < bound, f"peak {peak} bytes for a {size}-byte value"
+    assert peak < size / 4, f"peak {peak} bytes for a {size}-byte value"

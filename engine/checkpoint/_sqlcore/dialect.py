@@ -330,11 +330,6 @@ class SqlDialect:
     rows of large values, so that a pipelining driver lets go of them before more
     are serialized (see ``saves.FLUSH_BYTES``); None where the driver sends each
     statement at once (SQLite)."""
-    parts_grow: bool = False
-    """Whether a value sent in parts (``saves._send_in_parts``) is sent in parts
-    that grow with what was sent before them: where the database puts them
-    together by appending each to the ones before (SQLite), which copies those
-    each time, so that the copying stays linear in the value's size."""
     overrides: Mapping[str, str] = field(default_factory=dict)
     """Statements this dialect writes differently, by template name."""
     replan: tuple[str, ...] = ()
@@ -385,11 +380,6 @@ class SqlDialect:
     def timestamp(self, moment: datetime) -> Any:
         """A parameter for a stored deadline (``expires_at``)."""
         return moment
-
-    def parts_param(self, versions: Sequence[str]) -> Any:
-        """The parameter naming the parts of a value (their versions) in
-        ``join_blob_parts`` and ``drop_blob_parts``."""
-        return list(versions)
 
     def checkpoint_params(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
         """Parameters of ``insert_checkpoint`` for a row in ``_COLS_CHECKPOINT`` order."""

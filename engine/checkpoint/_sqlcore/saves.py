@@ -20,7 +20,7 @@ put_writes. Semantics are InMemorySaver's, statement for statement.
 * Serializing: a checkpoint's structure and metadata before the transaction, its
   values and writes inside it, entry by entry, just before their rows are sent,
   so a batch of large values never holds them all serialized. Where the dialect
-  can put parts together (both do), a value whose JSON passes ``PART_BYTES`` (a
+  can put parts together (Postgres), a value whose JSON passes ``PART_BYTES`` (a
   long list, or a state dict holding one) is serialized and sent a part at a
   time, so not even one value is held serialized whole. A value that cannot be
   stored fails the transaction: nothing of the batch is kept, parts included.
@@ -100,12 +100,10 @@ Postgres, one round trip."""
 PART_BYTES = 32 * 1024
 """A value whose serialized form passes this many bytes is sent in parts of
 about this size, each serialized just before it is sent, where the dialect can
-put parts together (``insert_blob_part``, ``join_blob_parts``) and the
-serializer writes in pieces (``dumps_typed_pieces``). A large state is then
+put parts together (Postgres: ``insert_blob_part`` and ``join_blob_parts``) and
+the serializer writes in pieces (``dumps_typed_pieces``). A large state is then
 never held serialized whole, nor copied whole by the driver: a run's peak
-memory stays near the value itself. Smaller values go as one row, as before.
-Where parts grow (``SqlDialect.parts_grow``: SQLite), each after the first is
-at least a quarter of what was sent before it."""
+memory stays near the value itself. Smaller values go as one row, as before."""
 
 _WriteRow = tuple[str, int, str, str, bytes, str]
 """(task_id, idx, channel, type, payload, task_path)"""
@@ -627,15 +625,12 @@ def _send_in_parts(
         tag, pieces = pieces_of(e.values.pop(channel))
         held: list[bytes] = []
         held_bytes = total = 0
-        limit = PART_BYTES
         parts: list[str] = []
         for piece in pieces:
-            if held_bytes >= limit:  # and more follows: a part
+            if held_bytes >= PART_BYTES:  # and more follows: a part
                 yield _part(d, e, channel, parts, held)
                 total += held_bytes
                 held, held_bytes = [], 0
-                if d.parts_grow:
-                    limit = max(PART_BYTES, total // 4)
             held.append(piece)
             held_bytes += len(piece)
         if not parts:  # one piece, or small enough: one row
@@ -647,12 +642,12 @@ def _send_in_parts(
         del held
         row = d.blob_params(
             (e.thread_id, e.ns, channel, e.versions[channel], "full", tag, b"")
-            + (None, None, 0, 0, total)
+            + (None, None, 0, 0, 0)
         )
-        named = (e.thread_id, e.ns, channel, d.parts_param(parts))
-        yield Stmt(d["join_blob_parts"], (*named, *row[:6], *row[7:]))
-        if (drop := d.sql.get("drop_blob_parts")) is not None:
-            yield Stmt(drop, named)  # where the join does not delete them
+        yield Stmt(
+            d["join_blob_parts"],
+            (e.thread_id, e.ns, channel, parts, *row[:6], *row[7:]),
+        )
         e.blobs[channel] = BlobRecord("full", tag, b"", None, None, 0, 0, total)
         e.sent.add(channel)
 

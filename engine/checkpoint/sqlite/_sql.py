@@ -200,9 +200,6 @@ class SqliteDialect(SqlDialect):
     def timestamp(self, moment: datetime) -> Any:
         return moment.timestamp()
 
-    def parts_param(self, versions: Sequence[str]) -> Any:
-        return orjson.dumps(list(versions)).decode()
-
     def json_inspectable(self) -> str:
         return f"c.metadata_type IN ('json', 'jsonraw') AND json_valid({_META})"
 
@@ -232,41 +229,7 @@ class SqliteDialect(SqlDialect):
         return sql, (path, tag_path)
 
 
-# A value sent in parts (``saves._send_in_parts``): each part a row of its own
-# under a throwaway version (kind 'empty', type 'part', numbered in chain_len);
-# then the value's row is inserted from them, appended in order by a recursive
-# query (SQLite 3.40 has no ordered aggregate), as insert_blob would (nothing
-# when the key is stored already), and the parts are deleted.
-_PARTS = (
-    "thread_id = %s AND checkpoint_ns = %s AND channel = %s "
-    "AND version IN (SELECT value FROM json_each(%s))"
-)
-_BLOB_PART_STATEMENTS = {
-    "insert_blob_part": (
-        "INSERT INTO engine_checkpoint_blobs (thread_id, checkpoint_ns, channel, "
-        "version, kind, type, blob, chain_len) "
-        "VALUES (%s, %s, %s, %s, 'empty', 'part', %s, %s)"
-    ),
-    "join_blob_parts": (
-        "WITH RECURSIVE parts (seq, blob) AS ("
-        f"SELECT chain_len, blob FROM engine_checkpoint_blobs WHERE {_PARTS}), "
-        "joined (seq, data) AS (SELECT seq, blob FROM parts WHERE seq = 0 "
-        "UNION ALL SELECT j.seq + 1, j.data || p.blob FROM joined j "
-        "JOIN parts p ON p.seq = j.seq + 1) "
-        "INSERT OR IGNORE INTO engine_checkpoint_blobs (thread_id, checkpoint_ns, "
-        "channel, version, kind, type, blob, base_version, delta_start, chain_len, "
-        "chain_bytes, root_bytes) "
-        "SELECT %s, %s, %s, %s, %s, %s, CAST(data AS BLOB), %s, %s, %s, %s, %s "
-        "FROM joined ORDER BY seq DESC LIMIT 1"
-    ),
-    "drop_blob_parts": f"DELETE FROM engine_checkpoint_blobs WHERE {_PARTS}",
-}
-
 DIALECT = SqliteDialect(
-    placeholder="?",
-    keys3=_keys(3),
-    keys4=_keys(4),
-    parts_grow=True,
-    overrides={**LEASE_STATEMENTS, **_BLOB_PART_STATEMENTS},
+    placeholder="?", keys3=_keys(3), keys4=_keys(4), overrides=LEASE_STATEMENTS
 )
 """Writers are serialized by ``BEGIN IMMEDIATE``, so no per-thread lock statement."""
