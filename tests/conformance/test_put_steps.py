@@ -544,6 +544,42 @@ def test_postgres_batch_of_large_values_sends_each_before_serializing_the_next()
     assert _round_trips(yielded) == 3
 
 
+def test_postgres_batch_sends_gathered_rows_before_serializing_a_large_value() -> None:
+    """A value that cannot go in parts (a few long lines) is serialized only after
+    the rows gathered before it were sent and let go of."""
+    events: list[str] = []
+
+    class Watching(JsonPlusSerializer):
+        def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+            if isinstance(obj, list) and obj and len(obj[0]) == 8000:
+                events.append(f"serialize {obj[0][0]}")
+            return super().dumps_typed(obj)
+
+    steps, _ = _large_steps(3, saves.FLUSH_BYTES, line=8000)
+    op = saves.put_steps(DIALECT, Watching(), steps)
+    answer: Any = None
+    while True:
+        try:
+            stmt = op.send(answer)
+        except StopIteration:
+            break
+        if not isinstance(stmt, tuple) and stmt.sql == DIALECT.drain:
+            events.append("drain")
+        answer = [[] for _ in stmt] if isinstance(stmt, tuple) else None
+
+    # each step's value and its write are serialized after the step before was sent
+    assert [e for e in events if e == "drain" or e.startswith("serialize")] == [
+        "serialize a",
+        "serialize a",
+        "drain",
+        "serialize b",
+        "serialize b",
+        "drain",
+        "serialize c",
+        "serialize c",
+    ]
+
+
 def test_postgres_batch_of_small_values_stays_one_insert_a_table() -> None:
     steps, _ = _large_steps(3, 1000)
 

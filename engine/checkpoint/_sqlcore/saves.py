@@ -575,8 +575,6 @@ def _store(
                 yield from flush()
                 yield Stmt(d.expect_head, (e.thread_id, e.ns, e.expected))
                 heads[place] = e.expected
-        if e.values and pieces_of is not None:
-            yield from _send_in_parts(d, pieces_of, e)
         if queued > FLUSH_BYTES:
             # Large values: send what is gathered before serializing more, so
             # the batch never holds many of them at once (a pipelining driver
@@ -585,6 +583,8 @@ def _store(
             if d.drain is not None:
                 yield Stmt(d.drain, fetch=True)
             queued = 0
+        if e.values and pieces_of is not None:
+            yield from _send_in_parts(d, pieces_of, e)
         queued += gather(e)
         if e.checkpoint_id is None:
             results.append(None)

@@ -578,11 +578,11 @@ class JsonPlusSerializer:
         """``dumps_typed(obj)`` with its payload as an iterator of pieces, which
         joined are exactly that payload.
 
-        For a saver that sends a large value in parts (Postgres): a long list, or
-        a state dict holding one, is serialized a chunk of ``CHUNK_ITEMS`` items
-        at a time as the iterator is read, so the whole payload never exists at
-        once. Any other value (and every value when ``dumps_typed`` or ``dumps``
-        is overridden by a subclass) is one piece.
+        For a saver that sends a large value in parts (Postgres): a list of more
+        than ``CHUNK_ITEMS`` items, or a state dict holding one, is serialized
+        ``PIECE_ITEMS`` items at a time as the iterator is read, so the whole
+        payload never exists at once. Any other value (and every value when
+        ``dumps_typed`` or ``dumps`` is overridden by a subclass) is one piece.
         """
         cls = type(self)
         if (
