@@ -31,6 +31,7 @@ __all__ = (
     "decode_chain",
     "dumps_structure",
     "encode_blob",
+    "encode_delta",
     "full_record",
     "inline_values",
     "load_stored",
@@ -106,28 +107,34 @@ def encode_blob(
     past that a full copy is stored, so full copies are rare (amortized) and
     reads stay bounded.
     """
+    record = encode_delta(serde, value, delta, base)
+    return record or full_record(*serde.dumps_typed(value))
+
+
+def encode_delta(
+    serde: SerializerProtocol,
+    value: Any,
+    delta: tuple[Any, int] | None,
+    base: BlobRecord | None,
+) -> BlobRecord | None:
+    """``encode_blob``'s delta record, or None when the value is due a full copy
+    (which the caller serializes as it likes: whole, or in parts)."""
     if (
-        delta is not None
-        and base is not None
-        and base.kind in ("full", "delta")
-        and isinstance(value, list)
-        and base.chain < MAX_CHAIN
+        delta is None
+        or base is None
+        or base.kind not in ("full", "delta")
+        or not isinstance(value, list)
+        or base.chain >= MAX_CHAIN
     ):
-        start = delta[1]
-        tag, payload = serde.dumps_typed(value[start:])
-        acc = base.acc + len(payload)
-        if acc <= max(base.root * DELTA_WEIGHT, 4096):
-            return BlobRecord(
-                "delta",
-                tag,
-                payload,
-                str(delta[0]),
-                start,
-                base.chain + 1,
-                acc,
-                base.root,
-            )
-    return full_record(*serde.dumps_typed(value))
+        return None
+    start = delta[1]
+    tag, payload = serde.dumps_typed(value[start:])
+    acc = base.acc + len(payload)
+    if acc > max(base.root * DELTA_WEIGHT, 4096):
+        return None
+    return BlobRecord(
+        "delta", tag, payload, str(delta[0]), start, base.chain + 1, acc, base.root
+    )
 
 
 def full_record(type_tag: str, payload: bytes) -> BlobRecord:

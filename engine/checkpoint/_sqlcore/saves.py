@@ -56,6 +56,7 @@ from engine.checkpoint._blobs import (
     BlobRecord,
     dumps_structure,
     encode_blob,
+    encode_delta,
     full_record,
     inline_values,
     stored_structure,
@@ -583,8 +584,21 @@ def _store(
             if d.drain is not None:
                 yield Stmt(d.drain, fetch=True)
             queued = 0
-        if e.values and pieces_of is not None:
-            yield from _send_in_parts(d, pieces_of, e)
+        if pieces_of is not None:
+            for channel, (base, start, value) in list(e.deltas.items()):
+                # A list due a full copy goes with the whole values (in parts
+                # when large); a delta is kept, encoded, as ``gather`` would.
+                base_key = (e.thread_id, e.ns, channel, base)
+                record = encode_delta(
+                    serde, value, (base, start), records.get(base_key)
+                )
+                if record is None:
+                    e.values[channel] = value
+                else:
+                    e.blobs[channel] = record
+                del e.deltas[channel]
+            if e.values:
+                yield from _send_in_parts(d, pieces_of, e)
         queued += gather(e)
         if e.checkpoint_id is None:
             results.append(None)
@@ -610,7 +624,8 @@ def _send_in_parts(
     pieces_of: Callable[[Any], tuple[str, Iterable[bytes]]],
     e: _Entry,
 ) -> Op[None]:
-    """Serialize the entry's whole values (``e.values``) into ``e.blobs``,
+    """Serialize the entry's whole values (``e.values``: with the lists due a
+    full copy instead of a delta, which ``_store`` moves there) into ``e.blobs``,
     sending each one larger than ``PART_BYTES`` in parts as it is serialized,
     then put together into its row (noted in ``e.sent``); the others go with
     the entry's rows, as before.
