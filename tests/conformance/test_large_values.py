@@ -41,6 +41,18 @@ def _input_checkpoint(value: Any) -> Any:
     return make_checkpoint({"__start__": {"n": 0, "items": value, "note": "x"}})
 
 
+def _put_after(
+    saver: BaseCheckpointSaver, parent: Any, checkpoint: Any, changed: Any
+) -> None:
+    """Save ``checkpoint`` as the run's next step after ``parent`` (fenced on it)."""
+    saver.put(
+        fenced(make_config("t1", parent["id"]), parent["id"]),
+        checkpoint,
+        make_metadata(0, "loop"),
+        changed,
+    )
+
+
 def _part_rows(saver_spec: SaverSpec) -> list[tuple[Any, ...]]:
     return saver_spec.execute(
         "SELECT version FROM engine_checkpoint_blobs WHERE version LIKE '~part %%'"
@@ -56,12 +68,7 @@ def test_a_long_list_and_a_dict_holding_one_read_back_exactly(
         make_config("t1"), root, make_metadata(-1, "input"), root["channel_versions"]
     )
     step, changed = next_checkpoint(root, {"items": items, "n": 1})
-    saver.put(
-        fenced(make_config("t1", root["id"]), root["id"]),
-        step,
-        make_metadata(0, "loop"),
-        changed,
-    )
+    _put_after(saver, root, step, changed)
 
     first = saver.get_tuple(make_config("t1", root["id"]))
     latest = saver.get_tuple(make_config("t1"))
@@ -91,12 +98,7 @@ def test_a_value_failing_halfway_stores_nothing(
     step, changed = next_checkpoint(root, {"items": bad})
 
     with pytest.raises(SerializationError, match="builtins:object"):
-        saver.put(
-            fenced(make_config("t1", root["id"]), root["id"]),
-            step,
-            make_metadata(0, "loop"),
-            changed,
-        )
+        _put_after(saver, root, step, changed)
 
     latest = saver.get_tuple(make_config("t1"))
     assert latest is not None and latest.checkpoint["id"] == root["id"]
@@ -232,12 +234,7 @@ def test_a_long_list_due_a_full_copy_goes_in_parts_and_reads_back(
     saver.put(make_config("t1"), root, make_metadata(), root["channel_versions"])
     grown, changed = next_checkpoint(root, append={"log": _items()})
     assert "log" in grown["channel_deltas"]  # a delta hint the saver may not use
-    saver.put(
-        fenced(make_config("t1", root["id"]), root["id"]),
-        grown,
-        make_metadata(0, "loop"),
-        changed,
-    )
+    _put_after(saver, root, grown, changed)
 
     loaded = saver.get_tuple(make_config("t1"))
 
