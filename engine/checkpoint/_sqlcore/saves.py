@@ -640,10 +640,13 @@ def _send_in_parts(
         tag, pieces = pieces_of(e.values.pop(channel))
         held: list[bytes] = []
         held_bytes = total = 0
-        parts: list[str] = []
+        parts: list[str] = []  # the versions the parts are stored under
+        token = ""
         for piece in pieces:
             if held_bytes >= PART_BYTES:  # and more follows: a part
-                yield _part(d, e, channel, parts, held)
+                if not parts:
+                    token = f"~part {uuid.uuid4().hex}"
+                yield _part(d, e, channel, token, parts, held)
                 total += held_bytes
                 held, held_bytes = [], 0
             held.append(piece)
@@ -651,9 +654,8 @@ def _send_in_parts(
         if not parts:  # one piece, or small enough: one row
             e.blobs[channel] = full_record(tag, b"".join(held))
             continue
-        if held:
-            yield _part(d, e, channel, parts, held)
-            total += held_bytes
+        yield _part(d, e, channel, token, parts, held)  # the last piece or more
+        total += held_bytes
         del held
         row = d.blob_params(
             (e.thread_id, e.ns, channel, e.versions[channel], "full", tag, b"")
@@ -671,11 +673,12 @@ def _part(
     d: SqlDialect,
     e: _Entry,
     channel: str,
+    token: str,
     parts: list[str],
     held: list[bytes],
 ) -> Stmt:
-    """The statement storing the next part of a value (its version goes to ``parts``)."""
-    token = parts[0][: parts[0].rindex(" ")] if parts else f"~part {uuid.uuid4().hex}"
+    """The statement storing the next part of a value, under the version
+    ``token`` and its number (added to ``parts``)."""
     parts.append(f"{token} {len(parts)}")
     return Stmt(
         d["insert_blob_part"],

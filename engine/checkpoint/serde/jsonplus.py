@@ -540,12 +540,17 @@ class JsonPlusSerializer:
                 return memoryview(orjson.dumps(obj)).tobytes()
             except orjson.JSONEncodeError:
                 pass  # an int beyond 64 bits: the walk below tags it
+        return self._encoded(obj, _exact_dumps)
+
+    def _encoded(self, obj: Any, write: Callable[[Any], bytes]) -> bytes:
+        """``write`` (orjson, or a variant) of ``obj`` encoded; encoded again
+        with its ints beyond 64 bits tagged when orjson refuses them."""
         try:
-            return _exact_dumps(self.encode(obj))
+            return write(self.encode(obj))
         except orjson.JSONEncodeError as exc:
             if "64-bit" not in str(exc):
                 raise SerializationError(f"Cannot store value: {exc}") from exc
-            return _exact_dumps(self._encode_big_ints(obj))
+            return write(self._encode_big_ints(obj))
 
     def _encode_big_ints(self, obj: Any) -> Any:
         encoder = _Encoder(big_ints=True)
@@ -623,12 +628,7 @@ class JsonPlusSerializer:
         """``value``'s JSON in orjson's own bytes object, which reserves more than
         it holds (several times a chunk's size): copied by the caller, whose copy
         is what stays alive."""
-        try:
-            return orjson.dumps(self.encode(value))
-        except orjson.JSONEncodeError as exc:
-            if "64-bit" not in str(exc):
-                raise SerializationError(f"Cannot store value: {exc}") from exc
-            return orjson.dumps(self._encode_big_ints(value))
+        return self._encoded(value, orjson.dumps)
 
     def dumps_typed_plain(self, obj: Any) -> tuple[str, bytes]:
         """For structures known to hold only JSON values (a checkpoint's versions):
