@@ -24,7 +24,7 @@ from tests._support.builders import (
     next_checkpoint,
 )
 from tests._support.savers import SaverSpec
-from tests._support.sql_ops import statements_of
+from tests._support.sql_ops import flat, statements_of
 
 ITEMS = 3000  # about 190 KiB of JSON: several parts
 
@@ -259,10 +259,7 @@ def test_postgres_sends_a_list_due_a_full_copy_in_parts() -> None:
         )
     )
 
-    flat = [
-        s for item in yielded for s in (item if isinstance(item, tuple) else [item])
-    ]
-    parts = [s for s in flat if s.sql == DIALECT["insert_blob_part"]]
+    parts = [s for s in flat(yielded) if s.sql == DIALECT["insert_blob_part"]]
     assert parts and {s.params[2] for s in parts} == {"log"}
     whole = JsonPlusSerializer().dumps_typed(["first", *_items()])[1]
     assert b"".join(s.params[4] for s in parts) == whole

@@ -26,7 +26,7 @@ from tests._support.builders import (
     next_checkpoint,
 )
 from tests._support.savers import SaverSpec
-from tests._support.sql_ops import statements_of
+from tests._support.sql_ops import flat, statements_of
 
 
 def _root(saver: BaseCheckpointSaver, thread_id: str = "t1", ns: str = ""):
@@ -493,13 +493,11 @@ def test_postgres_batch_led_by_writes_checks_its_first_checkpoint_first() -> Non
 
     yielded = _statements([writes_only, *steps])
 
-    flat = [
-        s for item in yielded for s in (item if isinstance(item, tuple) else [item])
-    ]
-    checks = [s for s in flat if "engine_checkpoint_expect_head" in s.sql]
+    sent = flat(yielded)
+    checks = [s for s in sent if "engine_checkpoint_expect_head" in s.sql]
     assert [c.params[-1] for c in checks] == [root["id"]]
-    assert flat.index(checks[0]) == 0  # before any insert, no thread lock of its own
-    assert not [s for s in flat if s.sql == DIALECT.lock_thread]
+    assert sent.index(checks[0]) == 0  # before any insert, no thread lock of its own
+    assert not [s for s in sent if s.sql == DIALECT.lock_thread]
 
 
 def _large_steps(
@@ -547,25 +545,23 @@ def test_postgres_batch_of_large_values_sends_each_before_serializing_the_next()
 def test_postgres_batch_sends_gathered_rows_before_serializing_a_large_value() -> None:
     """A value that cannot go in parts (a few long lines) is serialized only after
     the rows gathered before it were sent and let go of."""
-    events: list[str] = []
+    yielded: list[Any] = []
+    serialized: list[tuple[int, int, str]] = []  # (statements before, 1, event)
 
     class Watching(JsonPlusSerializer):
         def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
             if isinstance(obj, list) and obj and len(obj[0]) == 8000:
-                events.append(f"serialize {obj[0][0]}")
+                serialized.append((len(yielded), 1, f"serialize {obj[0][0]}"))
             return super().dumps_typed(obj)
 
     steps, _ = _large_steps(3, saves.FLUSH_BYTES, line=8000)
-    op = saves.put_steps(DIALECT, Watching(), steps)
-    answer: Any = None
-    while True:
-        try:
-            stmt = op.send(answer)
-        except StopIteration:
-            break
-        if not isinstance(stmt, tuple) and stmt.sql == DIALECT.drain:
-            events.append("drain")
-        answer = [[] for _ in stmt] if isinstance(stmt, tuple) else None
+    statements_of(saves.put_steps(DIALECT, Watching(), steps), into=yielded)
+    drains = [
+        (at + 1, 0, "drain")
+        for at, s in enumerate(yielded)
+        if not isinstance(s, tuple) and s.sql == DIALECT.drain
+    ]
+    events = [event for *_, event in sorted(serialized + drains)]
 
     # each step's value and its write are serialized after the step before was sent
     assert [e for e in events if e == "drain" or e.startswith("serialize")] == [
