@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import threading
 import time
@@ -41,23 +42,45 @@ def uuid6_int(node: int, clock_seq: int) -> int:
     )
 
 
+def _draw_node() -> None:
+    """This process's node field: drawn at import and again in a forked child."""
+    global _node
+    _node = "%012x" % random.getrandbits(48)  # noqa: UP031
+
+
+_node = ""
+_draw_node()
+os.register_at_fork(after_in_child=_draw_node)
+
+_head: tuple[int, str] = (-1, "")
+"""The timestamp's high 48 bits :func:`new_checkpoint_id` last wrote, and their
+text (the id's first two fields): they change every ~0.4 ms."""
+
+
 def new_checkpoint_id(step: int = 0) -> str:
     """A UUIDv6 id whose string sorts by creation time.
 
-    The clock sequence carries the step, as LangGraph does; the node is random (not
-    secret: the timestamp keeps ids unique in a process, the node between processes,
-    so the seeded generator, reseeded in a forked child, is enough and needs no
-    system call). Formatted as ``str(uuid.UUID(...))`` is, field by field (the
-    bits of :func:`uuid6_int`, without the 128-bit number or the object).
+    The clock sequence carries the step, as LangGraph does. The node is drawn
+    once per process (and again in a forked child), as RFC 9562 allows: the
+    timestamp never repeats in a process (:func:`_tick`), the node keeps ids
+    apart between processes (48 random bits; not secret). Formatted as
+    ``str(uuid.UUID(...))`` is, field by field (the bits of :func:`uuid6_int`,
+    without the 128-bit number or the object); the first two fields are
+    formatted once for all the ids of the same ~0.4 ms.
     """
+    global _head
     now = _tick()
-    high = (now >> 12) & 0xFFFFFFFFFFFF
-    return "%08x-%04x-%04x-%04x-%012x" % (  # noqa: UP031 (a third quicker here)
-        high >> 16,
-        high & 0xFFFF,
+    high, head = _head
+    if now >> 12 != high:
+        high = now >> 12
+        bits = high & 0xFFFFFFFFFFFF
+        head = "%08x-%04x-" % (bits >> 16, bits & 0xFFFF)  # noqa: UP031
+        _head = (high, head)
+    return "%s%04x-%04x-%s" % (  # noqa: UP031 (a third quicker here)
+        head,
         0x6000 | (now & 0x0FFF),
         0x8000 | (step & 0x3FFF),
-        random.getrandbits(48),
+        _node,
     )
 
 

@@ -73,7 +73,7 @@ from engine.checkpoint.base import (
     ttl_deadline,
 )
 from engine.checkpoint.serde.base import SerializerProtocol
-from engine.checkpoint.serde.jsonplus import register_type
+from engine.checkpoint.serde.jsonplus import PlainDict, register_type
 
 __all__ = ("InMemorySaver", "MemorySaver", "PersistentDict")
 
@@ -552,8 +552,9 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             structure = dumps_structure(self.serde, stored)
             if structure[0] == "jsonraw":
                 structure = structure[1]
+        kind = type(metadata)
         meta = self.serde.dumps_typed(
-            metadata if type(metadata) is dict else dict(metadata)
+            metadata if kind is dict or kind is PlainDict else dict(metadata)
         )
         row: _Row = (
             structure,

@@ -19,6 +19,7 @@ from engine._internal._constants import (
 from engine._internal._ids import new_checkpoint_id, utc_now_iso
 from engine._internal._typing import MISSING, RunnableConfig
 from engine.checkpoint.base import EXPECTED_HEAD, Checkpoint
+from engine.checkpoint.serde.jsonplus import PlainDict, is_small_plain, plain_keys
 from engine.constants import TAG_HIDDEN
 from engine.pregel._algo import PregelExecutableTask, next_names
 from engine.pregel._delta import (
@@ -135,12 +136,16 @@ class CheckpointBuilder(LoopState):
         base = self._metadata_base
         if base is None:
             base = self._metadata_base = self._run_metadata()
-        metadata: dict[str, Any] = {
-            **base[0],
-            "source": source,
-            "step": self.step,
-            "parents": dict(base[1]) if base[1] else {},
-        }
+        # A step's metadata is plain JSON when the run's part is and no delta
+        # channel adds its counters (tuples): then it says so to the serializer
+        # (``PlainDict``), which writes it without checking it again.
+        plain = base[2] and source == "loop" and not self._delta_names
+        metadata: dict[str, Any] = (PlainDict if plain else dict)(
+            base[0],
+            source=source,
+            step=self.step,
+            parents=dict(base[1]) if base[1] else {},
+        )
         if writes is not None:
             metadata["writes"] = writes
         # Plan the next step now (the tick reuses it) so the checkpoint can say
@@ -159,24 +164,30 @@ class CheckpointBuilder(LoopState):
         self._stamped_id = checkpoint["id"]  # the config follows when asked for
         return metadata
 
-    def _run_metadata(self) -> tuple[dict[str, Any], dict[str, str]]:
+    def _run_metadata(self) -> tuple[dict[str, Any], dict[str, str], bool]:
         """What every checkpoint of the run says the same: the plain entries of
         the config's metadata and the parent namespaces' checkpoint ids (the
-        config does not change while the run lasts)."""
-        return (
-            {
-                k: v
-                for k, v in self.config.get("metadata", {}).items()
-                if _plain(v) and not k.startswith(("langgraph_", "__"))
-            },
-            {
-                ns: cid
-                for ns, cid in self.configurable.get(
-                    CONFIG_KEY_CHECKPOINT_MAP, {}
-                ).items()
-                if ns != self.checkpoint_ns
-            },
+        config does not change while the run lasts); and whether a step's
+        metadata made of them is plain JSON (``PlainDict``): they are, and the
+        node names that key its ``writes`` may be keys (its other parts are
+        the step, channel and node names)."""
+        own = {
+            k: v
+            for k, v in self.config.get("metadata", {}).items()
+            if _plain(v) and not k.startswith(("langgraph_", "__"))
+        }
+        parents = {
+            ns: cid
+            for ns, cid in self.configurable.get(CONFIG_KEY_CHECKPOINT_MAP, {}).items()
+            if ns != self.checkpoint_ns
+        }
+        plain = (
+            is_small_plain(own)
+            and is_small_plain(parents)
+            and plain_keys(self.graph.nodes)
+            and all(type(name) is str for name in self.channels)
         )
+        return own, parents, plain
 
     def _step_snapshot(
         self, metadata: dict[str, Any]

@@ -76,6 +76,7 @@ from engine.checkpoint.base import (
     ttl_deadline,
 )
 from engine.checkpoint.serde.base import SerializerProtocol
+from engine.checkpoint.serde.jsonplus import PlainDict
 
 __all__ = ("ChainBook", "Staged", "TaskWrites", "put", "put_steps", "put_writes")
 
@@ -204,7 +205,9 @@ def _prepare_put(
     hints = checkpoint.get("channel_deltas", {})
     inline = inline_values(checkpoint)
     checkpoint_typed = dumps_structure(serde, stored_structure(checkpoint, inline))
-    metadata_typed = serde.dumps_typed(dict(metadata))
+    metadata_typed = serde.dumps_typed(
+        metadata if type(metadata) is PlainDict else dict(metadata)
+    )
     entry = _Entry(
         thread_id,
         ns,

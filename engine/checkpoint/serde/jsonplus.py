@@ -38,8 +38,11 @@ from engine.errors import ErrorCode, SerializationError, error_message
 
 __all__ = (
     "JsonPlusSerializer",
+    "PlainDict",
     "UnknownObject",
     "allowed_type_names",
+    "is_small_plain",
+    "plain_keys",
     "register_module_prefix",
     "register_type",
 )
@@ -535,11 +538,14 @@ class JsonPlusSerializer:
         return self._decoder.decode(data)
 
     def dumps(self, obj: Any) -> bytes:
-        if _small_plain(obj):  # already JSON as it is: no walk, no copy
+        vouched = type(obj) is PlainDict
+        if vouched or _small_plain(obj):  # already JSON as it is: no walk, no copy
             try:
                 return memoryview(orjson.dumps(obj)).tobytes()
             except orjson.JSONEncodeError:
                 pass  # an int beyond 64 bits: the walk below tags it
+            if vouched:
+                obj = dict(obj)  # the walk would take the subclass for a class
         return self._encoded(obj, _exact_dumps)
 
     def _encoded(self, obj: Any, write: Callable[[Any], bytes]) -> bytes:
@@ -661,6 +667,34 @@ class JsonPlusSerializer:
     def check(self, obj: Any) -> None:
         """Raise SerializationError when ``obj`` could not be stored."""
         self.encode(obj)
+
+
+class PlainDict(dict[str, Any]):
+    """A dict that its maker vouches is JSON as it is, as :func:`_small_plain`
+    would find it, whatever its size: ``str`` keys (never the tag), and only
+    dicts, lists, ``str``, ``int``, ``bool`` and None inside, all the way down.
+
+    :meth:`JsonPlusSerializer.dumps` writes it without walking it first (the
+    same bytes as for the plain dict). The loop makes each step's checkpoint
+    metadata one when it knows its parts are plain (see
+    ``CheckpointBuilder._stamp_checkpoint``): the check would otherwise cost as
+    much as the rest of encoding it. Savers hand it to their serializer as the
+    dict it is. Nothing is vouched for what the caller adds later: whoever
+    changes one keeps the promise, or makes a plain dict of it.
+    """
+
+    __slots__ = ()
+
+
+def plain_keys(names: Iterable[Any]) -> bool:
+    """Whether every one of ``names`` may be a key of a :class:`PlainDict`."""
+    return all(type(name) is str and name != TAG for name in names)
+
+
+def is_small_plain(obj: Any) -> bool:
+    """Whether ``obj`` is JSON as it is and small (see :func:`_small_plain`): a
+    :class:`PlainDict` may be made of it."""
+    return _small_plain(obj)
 
 
 SMALL_ITEMS = 48
