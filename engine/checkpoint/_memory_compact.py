@@ -18,7 +18,7 @@ from itertools import compress
 from operator import ne
 from typing import Any
 
-__all__ = ("compact_structure", "expand_structure")
+__all__ = ("compact_loop_structure", "compact_structure", "expand_structure")
 
 _VERSION_TYPES = frozenset({str, int, float})
 _STR = frozenset({str})
@@ -51,26 +51,38 @@ class _Seen:
 _NOT_STRUCTURE = frozenset({"channel_values", "channel_deltas"})
 _SPECIAL = frozenset({"channel_versions", "versions_seen", "updated_channels"})
 
+SEEN_AS_DICTS = "versions_seen*"
+"""The layout key of a ``versions_seen`` kept as ``(nodes, dicts)``: the loop's own
+node dicts, which it never changes (see :func:`compact_loop_structure`)."""
+
 _LAYOUTS: dict[
-    tuple[tuple[str, ...], bool], tuple[tuple[str, ...], tuple[str, ...]]
+    tuple[tuple[str, ...], bool, bool], tuple[tuple[str, ...], tuple[str, ...]]
 ] = {}
-"""Per (checkpoint keys, has None values): the stored keys and those of them held
-as scalars. Checkpoints of a process have a handful of shapes; the first call
-for a shape fills its entry, later ones share its tuples."""
+"""Per (checkpoint keys, has None values, loop's form): the stored keys and those
+of them held as scalars. Checkpoints of a process have a handful of shapes; the
+first call for a shape fills its entry, later ones share its tuples."""
 
 
 def _layout(
-    names: tuple[str, ...], nil: bool
+    names: tuple[str, ...], nil: bool, loop: bool = False
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    found = _LAYOUTS.get((names, nil))
+    found = _LAYOUTS.get((names, nil, loop))
     if found is None:
-        keys = tuple(k for k in names if k not in _NOT_STRUCTURE)
+        keys = tuple(
+            SEEN_AS_DICTS if loop and k == "versions_seen" else k
+            for k in names
+            if k not in _NOT_STRUCTURE
+        )
         if nil:
             keys += ("channel_values",)
-        scalars = tuple(k for k in keys if k not in _SPECIAL and k != "channel_values")
+        scalars = tuple(
+            k
+            for k in keys
+            if k not in _SPECIAL and k != SEEN_AS_DICTS and k != "channel_values"
+        )
         if len(_LAYOUTS) >= 64:  # a caller inventing keys: bounded anyway
             _LAYOUTS.clear()
-        found = _LAYOUTS[(names, nil)] = (keys, scalars)
+        found = _LAYOUTS[(names, nil, loop)] = (keys, scalars)
     return found
 
 
@@ -111,6 +123,52 @@ def compact_structure(
                 return None
             value = tuple(value)
         parts["updated_channels"] = value
+    merged = {**checkpoint, **parts}
+    return (keys, tuple(map(merged.__getitem__, keys))), seen
+
+
+def compact_loop_structure(
+    checkpoint: Mapping[str, Any], nil: tuple[str, ...], prev: Any
+) -> tuple[Any, _Seen] | None:
+    """:func:`compact_structure` for a checkpoint the loop saves
+    (``InMemorySaver.put_loop_step``). The loop makes every part of it and
+    changes none once handed over: a node's dict in ``versions_seen`` is
+    replaced when the node runs (``apply_writes``, interrupts), never changed,
+    and versions are values it never changes either.
+
+    So the node dicts are kept as they are, in the order of their nodes:
+    unchanged ones are the same objects as in the thread's previous
+    checkpoint, and nothing is compared, copied or checked item by item (what
+    :func:`compact_structure` must do for a caller that may change its dicts
+    later). The channel names and node names are shared with ``prev`` when
+    equal; reading makes fresh dicts (``expand_structure``). None when the
+    checkpoint is not shaped as the loop's (then ``compact_structure`` decides)."""
+    prev_compact, seen = prev if prev is not None else (None, _Seen())
+    by_version = checkpoint.get("channel_versions")
+    by_node = checkpoint.get("versions_seen")
+    updated = checkpoint.get("updated_channels")
+    if (
+        type(by_version) is not dict
+        or type(by_node) is not dict
+        or not (updated is None or type(updated) is list)
+    ):
+        return None
+    keys = _layout(tuple(checkpoint), bool(nil), loop=True)[0]
+    names, nodes = tuple(by_version), tuple(by_node)
+    if prev_compact is not None and prev_compact[0] is keys:
+        before = prev_compact[1]
+        old = before[keys.index("channel_versions")][0]
+        if old == names:
+            names = old
+        old = before[keys.index(SEEN_AS_DICTS)][0]
+        if old == nodes:
+            nodes = old
+    parts: dict[str, Any] = {
+        "channel_values": nil,
+        "channel_versions": (names, tuple(by_version.values())),
+        SEEN_AS_DICTS: (nodes, tuple(by_node.values())),
+        "updated_channels": None if updated is None else tuple(updated),
+    }
     merged = {**checkpoint, **parts}
     return (keys, tuple(map(merged.__getitem__, keys))), seen
 
@@ -186,6 +244,11 @@ def expand_structure(compact: Any) -> dict[str, Any]:
             out[key] = {
                 node: dict(zip(names, versions, strict=True))
                 for node, names, versions in value
+            }
+        elif key == SEEN_AS_DICTS:
+            nodes, dicts = value
+            out["versions_seen"] = {
+                node: dict(by) for node, by in zip(nodes, dicts, strict=True)
             }
         elif key == "updated_channels":
             out[key] = None if value is None else builtins.list(value)

@@ -40,7 +40,11 @@ from engine.checkpoint._blobs import (
 )
 from engine.checkpoint._lease import LeaseTable
 from engine.checkpoint._memory_async import MemoryAsyncMethods
-from engine.checkpoint._memory_compact import compact_structure, expand_structure
+from engine.checkpoint._memory_compact import (
+    compact_loop_structure,
+    compact_structure,
+    expand_structure,
+)
 from engine.checkpoint._memory_inputs import InputMembers, input_members, shared_member
 from engine.checkpoint._memory_leases import MemoryLeases
 from engine.checkpoint._memory_narrow import dumps_narrow, is_narrow, loads_narrow
@@ -470,7 +474,8 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         plan = self._plan_put(config, checkpoint, metadata, new_versions, {}, {})
-        return self._apply(plan)
+        self._apply(plan)
+        return config_for(plan.thread_id, plan.ns, plan.checkpoint_id)
 
     def _plan_put(
         self,
@@ -480,12 +485,13 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
         new_versions: ChannelVersions,
         batch_heads: dict[tuple[str, str], str],
         pending: dict[tuple[str, str, str, str], _Kept],
+        loop: bool = False,
     ) -> _Plan:
         """Check and encode a put without storing anything (lock held).
 
         ``batch_heads`` and ``pending`` carry what earlier entries of the same
         batch will store: their newest checkpoint id per thread and namespace,
-        the values they add.
+        the values they add. ``loop``: the loop's save (``put_loop_step``).
         """
         conf = config.get(CONF, {})
         thread_id = str(require_thread_id(config))
@@ -532,12 +538,16 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
                 )
             else:
                 blobs[key] = EMPTY_RECORD
-        shared = (
-            compact_structure(checkpoint, tuple(nil), self._last.get(place))
-            if len(versions) + len(checkpoint.get("versions_seen", ())) > _NARROW
+        shared = None
+        if (
+            len(versions) + len(checkpoint.get("versions_seen", ())) > _NARROW
             and getattr(self.serde, "dumps_typed_plain", None) is not None
-            else None
-        )
+        ):
+            last = self._last.get(place)
+            if loop:
+                shared = compact_loop_structure(checkpoint, tuple(nil), last)
+            if shared is None:
+                shared = compact_structure(checkpoint, tuple(nil), last)
         structure: bytes | tuple[str, Any] | None
         if shared is not None:
             structure = (COMPACT, shared[0])
@@ -575,7 +585,7 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
         )
         return _Plan(thread_id, ns, checkpoint["id"], row, blobs, shared, inputs)
 
-    def _apply(self, plan: _Plan) -> RunnableConfig:
+    def _apply(self, plan: _Plan) -> None:
         """Store a planned put (lock held)."""
         self.blobs.update(plan.blobs)
         self.storage.setdefault(plan.thread_id, {}).setdefault(plan.ns, {})[
@@ -597,7 +607,6 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             self._heads[place] = plan.checkpoint_id
         if self.default_ttl is not None:
             self.deadlines[plan.thread_id] = ttl_deadline(self.default_ttl)  # type: ignore[assignment]
-        return config_for(plan.thread_id, plan.ns, plan.checkpoint_id)
 
     def put_writes(
         self,
@@ -684,20 +693,51 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
         cannot be serialized): writes and values are encoded before anything is
         stored.
         """
+        plan = self._put_step(config, task_writes, checkpoint, metadata, new_versions)
+        return config_for(plan.thread_id, plan.ns, plan.checkpoint_id)
+
+    def put_loop_step(
+        self,
+        config: RunnableConfig,
+        task_writes: Sequence[tuple[str, str, Sequence[tuple[str, Any]]]],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> None:
+        """:meth:`put_step` for the loop's own saves (``SyncPersistence``), which
+        need no config back and keep a promise: a node's dict in the
+        checkpoint's ``versions_seen`` is never changed once made (the loop
+        makes a new one when the node runs). A wide checkpoint then keeps those
+        dicts instead of comparing and copying them (``compact_loop_structure``).
+        Used only when a subclass does not override :meth:`put_step`.
+        """
+        self._put_step(config, task_writes, checkpoint, metadata, new_versions, True)
+
+    def _put_step(
+        self,
+        config: RunnableConfig,
+        task_writes: Sequence[tuple[str, str, Sequence[tuple[str, Any]]]],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        loop: bool = False,
+    ) -> _Plan:
         conf = config.get("configurable", {})
-        has_parent = conf.get(CONFIG_KEY_CHECKPOINT_ID) is not None
+        parent_id = conf.get(CONFIG_KEY_CHECKPOINT_ID)
         encoded = [
             (task_id, path, self._encode_writes(writes))
-            for task_id, path, writes in (task_writes if has_parent else ())
+            for task_id, path, writes in (task_writes if parent_id is not None else ())
         ]
         with self.lock:
-            plan = self._plan_put(config, checkpoint, metadata, new_versions, {}, {})
-            stored = self._apply(plan)
+            plan = self._plan_put(
+                config, checkpoint, metadata, new_versions, {}, {}, loop
+            )
+            self._apply(plan)
             if encoded:  # the step's writes belong to the checkpoint before it
-                parent = (plan.thread_id, plan.ns, conf[CONFIG_KEY_CHECKPOINT_ID])
+                parent = (plan.thread_id, plan.ns, parent_id)
                 for task_id, path, task_encoded in encoded:
                     self._store_at(parent, task_encoded, task_id, path)
-            return stored
+            return plan
 
     def put_steps(
         self, steps: Sequence[StepSave]
@@ -751,7 +791,11 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             for (config, *_), writes, plan in zip(steps, encoded, plans, strict=True):
                 for task_id, path, task_encoded in writes:
                     self._store_writes(config, task_encoded, task_id, path)
-                results.append(None if plan is None else self._apply(plan))
+                if plan is None:
+                    results.append(None)
+                    continue
+                self._apply(plan)
+                results.append(config_for(plan.thread_id, plan.ns, plan.checkpoint_id))
             return results
 
     # -- retention ---------------------------------------------------------------

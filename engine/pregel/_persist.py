@@ -120,6 +120,21 @@ def saves_inline(saver: BaseCheckpointSaver) -> bool:
     return getattr(type(saver), "saves_inline", False) is True
 
 
+def loop_step_of(saver: BaseCheckpointSaver) -> Callable[..., None] | None:
+    """The saver's ``put_loop_step``: its ``put_step`` for a caller that keeps
+    the loop's promises (see ``InMemorySaver.put_loop_step``); None when it has
+    none, or when its class overrides ``put_step`` (the override is what runs)."""
+    method = getattr(saver, "put_loop_step", None)
+    if method is None:
+        return None
+    owner = next((k for k in type(saver).__mro__ if "put_loop_step" in vars(k)), None)
+    if owner is None or getattr(type(saver), "put_step", None) is not getattr(
+        owner, "put_step", None
+    ):
+        return None
+    return method  # type: ignore[no-any-return]
+
+
 LeaseKey = tuple[str, str, str]
 """(thread_id, checkpoint_ns, holder) of a lease to give back."""
 
@@ -178,6 +193,7 @@ class SyncPersistence:
         "kept_by_copy",
         "lease_released",
         "lane_delay",
+        "loop_step",
         "saver",
     )
 
@@ -200,6 +216,9 @@ class SyncPersistence:
         self.kept_by_copy = not self.background and saves_inline(saver)
         """The saver has copied (encoded) all it keeps of a save when ``put_step``
         returns, so the loop may hand it dicts it goes on changing."""
+        self.loop_step = loop_step_of(saver) if self.kept_by_copy else None
+        """The saver's ``put_loop_step`` (see ``InMemorySaver``), for the loop's
+        saves, when it has one its ``put_step`` does not override."""
         self.fence: dict[str, Any] | None = None
         """Config keys every save carries: the run's thread lease (``_lease``)."""
         self._queue: deque[Saved] = deque()
@@ -365,6 +384,11 @@ class SyncPersistence:
         new_versions: ChannelVersions,
         on_saved: Callable[[float], None] | None = None,
     ) -> None:
+        loop_step = self.loop_step
+        if loop_step is not None and on_saved is None:
+            # the loop's save, whose config carries the fence already
+            loop_step(config, task_writes, checkpoint, metadata, new_versions)
+            return
         if self.fence is not None:
             config = _fenced(config, self.fence)
         if self.background:
@@ -373,7 +397,12 @@ class SyncPersistence:
             )
             return
         started = time.perf_counter()
-        put_step(self.saver, config, task_writes, checkpoint, metadata, new_versions)
+        if loop_step is not None:
+            loop_step(config, task_writes, checkpoint, metadata, new_versions)
+        else:
+            put_step(
+                self.saver, config, task_writes, checkpoint, metadata, new_versions
+            )
         if on_saved is not None:
             on_saved(time.perf_counter() - started)
 
