@@ -538,14 +538,11 @@ class JsonPlusSerializer:
         return self._decoder.decode(data)
 
     def dumps(self, obj: Any) -> bytes:
-        vouched = type(obj) is PlainDict
-        if vouched or _small_plain(obj):  # already JSON as it is: no walk, no copy
+        if type(obj) is PlainDict or _small_plain(obj):  # JSON as it is: no walk
             try:
                 return memoryview(orjson.dumps(obj)).tobytes()
             except orjson.JSONEncodeError:
                 pass  # an int beyond 64 bits: the walk below tags it
-            if vouched:
-                obj = dict(obj)  # the walk would take the subclass for a class
         return self._encoded(obj, _exact_dumps)
 
     def _encoded(self, obj: Any, write: Callable[[Any], bytes]) -> bytes:

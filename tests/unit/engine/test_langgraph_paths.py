@@ -7,6 +7,7 @@ holds the reserved write keys and the channel and ``Send`` protocols.
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -14,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import engine.checkpoint.base as base
+from engine._internal import _ids
 from engine._internal._ids import new_checkpoint_id, utc_now_iso
 from engine.channels import LastValue
 from engine.checkpoint.base.id import UUID, uuid6
@@ -80,6 +82,42 @@ def test_checkpoint_ids_are_written_as_uuid_writes_them(step: int) -> None:
     assert (parsed.version, parsed.variant) == (6, uuid.RFC_4122)
     assert parsed.clock_seq == step & 0x3FFF
     assert uuid6().time > parsed.time  # one clock for both kinds of id
+
+
+def test_checkpoint_ids_read_the_clock_they_were_made_at(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each id carries its own 100 ns tick, across the ~0.4 ms boundaries where
+    its first two fields (formatted once for all the ids between them) change,
+    and a tick that repeats is bumped; the node is the process's."""
+    start = 1_796_400_000_000_000_000  # ns
+    feed = [start, start + 100, start + 409_500, start + 409_600, start + 409_600]
+    monkeypatch.setattr(_ids, "_last_ts", 0)
+    monkeypatch.setattr(_ids, "_head", (-1, ""))
+    monkeypatch.setattr(time, "time_ns", lambda: feed.pop(0))
+    made = [UUID(new_checkpoint_id(step)) for step in range(5)]
+    ticks = [n // 100 + 0x01B21DD213814000 for n in (start, start + 100)]
+    ticks += [t // 100 + 0x01B21DD213814000 for t in (start + 409_500,)]
+    ticks += [(start + 409_600) // 100 + 0x01B21DD213814000]
+    ticks += [ticks[-1] + 1]  # the same tick again: bumped
+    assert [m.time for m in made] == ticks
+    assert [m.clock_seq for m in made] == list(range(5))
+    assert len({m.node for m in made}) == 1
+
+
+def test_a_forked_child_draws_its_own_node() -> None:
+    parent = UUID(new_checkpoint_id()).node
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report its node and leave at once
+        os.write(writer, str(UUID(new_checkpoint_id()).node).encode())
+        os._exit(0)
+    os.close(writer)
+    child = int(os.read(reader, 64))
+    os.waitpid(pid, 0)
+    os.close(reader)
+    assert child != parent
+    assert UUID(new_checkpoint_id()).node == parent
 
 
 def test_timestamps_read_as_datetimes_write_them(monkeypatch: pytest.MonkeyPatch):

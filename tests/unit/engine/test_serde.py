@@ -16,7 +16,10 @@ import pytest
 
 from engine.checkpoint.serde.jsonplus import (
     JsonPlusSerializer,
+    PlainDict,
     UnknownObject,
+    is_small_plain,
+    plain_keys,
     register_type,
 )
 from engine.errors import SerializationError
@@ -428,3 +431,31 @@ def test_a_subclass_that_changes_dumps_typed_gets_one_piece_of_its_own() -> None
     tag, pieces = Marked().dumps_typed_pieces(value)
 
     assert (tag, list(pieces)) == ("json", [b" " + orjson.dumps(value)])
+
+
+# --- PlainDict: a dict its maker vouches is plain JSON ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"source": "loop", "step": 3, "writes": {"a": ["x"]}, "next": ["a"]},
+        {"wide": list(range(200)), "nested": {"k": [True, None, "s"]}},
+        {"big": 2**70, "list": [2**65, -(2**64)]},  # orjson refuses: tagged as usual
+    ],
+)
+def test_a_plain_dict_is_written_as_the_dict_it_is(value: dict[str, Any]):
+    serde = JsonPlusSerializer()
+    vouched = PlainDict(value)
+    assert serde.dumps_typed(vouched) == serde.dumps_typed(dict(value))
+    loaded = serde.loads_typed(serde.dumps_typed(vouched))
+    assert loaded == value and type(loaded) is dict
+
+
+def test_plain_keys_refuse_the_tag_and_other_types():
+    assert plain_keys(["a", "node", "__start__"])
+    assert not plain_keys(["a", "__t"])
+    assert not plain_keys(["a", 1])
+    assert is_small_plain({"a": [1, "b", None, True]})
+    assert not is_small_plain({"a": 1.5})  # NaN would need a tag
+    assert not is_small_plain({"a": (1,)})

@@ -1,0 +1,232 @@
+"""The loop's own saves to the in-memory saver (``put_loop_step``): what they
+store is what the loop handed over at the time of each save, a wide checkpoint
+keeps the loop's node dicts instead of copies, and a saver whose class
+overrides ``put_step`` still has its override called."""
+
+from __future__ import annotations
+
+import copy
+import math
+import operator
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+from engine.checkpoint._memory_compact import (
+    SEEN_AS_DICTS,
+    compact_loop_structure,
+    expand_structure,
+)
+from engine.checkpoint.memory import InMemorySaver, PersistentDict
+from engine.checkpoint.serde.jsonplus import PlainDict
+from engine.graph import END, START, StateGraph
+from engine.pregel._persist import loop_step_of
+from tests._support.graphs import chain, thread
+
+NODES = [f"n{i}" for i in range(30)]  # wide: compact tuples, not one JSON object
+
+
+class Recording(InMemorySaver):
+    """Keeps a deep copy of every structure the loop hands over, when it does."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.handed: dict[str, dict[str, Any]] = {}
+        self.metadata_types: list[type] = []
+
+    def put_loop_step(self, config, task_writes, checkpoint, metadata, new_versions):  # type: ignore[no-untyped-def,override]
+        self.handed[checkpoint["id"]] = copy.deepcopy(
+            {
+                k: checkpoint[k]
+                for k in ("channel_versions", "versions_seen", "updated_channels")
+            }
+        )
+        self.metadata_types.append(type(metadata))
+        return super().put_loop_step(
+            config, task_writes, checkpoint, metadata, new_versions
+        )
+
+
+class OwnPutStep(InMemorySaver):
+    """A subclass with its own ``put_step``: the loop must call it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def put_step(self, *args: Any) -> Any:  # type: ignore[override]
+        self.calls += 1
+        return super().put_step(*args)
+
+
+def test_what_a_wide_run_stores_is_what_the_loop_handed_over_at_each_save():
+    """Deep copies taken when each save was made equal what reads back after
+    the run: the loop changed none of the dicts the saver kept (a node's dict
+    changed in place later would show here as a later version)."""
+    saver = Recording()
+    graph = chain(NODES).compile(checkpointer=saver)
+    graph.invoke({"x": 0, "log": []}, thread())
+    graph.invoke({"x": 1, "log": []}, thread())  # a second run on the thread
+
+    assert len(saver.handed) == 2 * (len(NODES) + 2)
+    for snapshot in graph.get_state_history(thread()):
+        stored = saver.get_tuple(snapshot.config)
+        assert stored is not None
+        handed = saver.handed.get(stored.checkpoint["id"])
+        if handed is None:  # the input checkpoints come through put_loop_step too
+            pytest.fail(f"not saved by the loop: {stored.checkpoint['id']}")
+        for key, value in handed.items():
+            assert stored.checkpoint[key] == value, key
+
+
+def test_the_wide_form_keeps_the_loops_node_dicts_and_shares_names():
+    saver = InMemorySaver()
+    graph = chain(NODES).compile(checkpointer=saver)
+    graph.invoke({"x": 0, "log": []}, thread())
+
+    rows = [row for _, row in sorted(saver.storage["t1"][""].items())]
+    compact = [row[0][1] for row in rows if not isinstance(row[0], bytes)]
+    assert compact, "a 30-node chain is kept as compact tuples"
+    last_keys, last_values = compact[-1]
+    assert SEEN_AS_DICTS in last_keys and "versions_seen" not in last_keys
+    nodes, dicts = last_values[last_keys.index(SEEN_AS_DICTS)]
+    assert all(type(d) is dict for d in dicts)
+    # A node that did not run again between two checkpoints is kept once.
+    before_keys, before_values = compact[-2]
+    before_nodes, before_dicts = before_values[before_keys.index(SEEN_AS_DICTS)]
+    shared = dict(zip(before_nodes, before_dicts, strict=True))
+    assert shared["n0"] is dict(zip(nodes, dicts, strict=True))["n0"]
+
+
+def test_reading_a_wide_checkpoint_gives_fresh_dicts():
+    saver = InMemorySaver()
+    graph = chain(NODES).compile(checkpointer=saver)
+    graph.invoke({"x": 0, "log": []}, thread())
+
+    first = saver.get_tuple(thread())
+    assert first is not None
+    kept = copy.deepcopy(first.checkpoint["versions_seen"])
+    for by in first.checkpoint["versions_seen"].values():
+        by["changed"] = "by the caller"
+    again = saver.get_tuple(thread())
+    assert again is not None
+    assert again.checkpoint["versions_seen"] == kept
+
+
+def test_a_wide_run_kept_in_files_reads_back_after_a_restart(tmp_path: Path):
+    def factory(*args: Any) -> PersistentDict:
+        factory.count += 1  # type: ignore[attr-defined]
+        table = PersistentDict(*args, filename=str(tmp_path / f"t{factory.count}"))  # type: ignore[attr-defined]
+        if table.filename and Path(table.filename).exists():
+            table.load()
+        return table
+
+    factory.count = 0  # type: ignore[attr-defined]
+    with InMemorySaver(factory=factory) as saver:
+        graph = chain(NODES).compile(checkpointer=saver)
+        graph.invoke({"x": 0, "log": []}, thread())
+        before = [
+            (s.config, s.values, s.next) for s in graph.get_state_history(thread())
+        ]
+        head = saver.get_tuple(thread())
+    factory.count = 0  # type: ignore[attr-defined]
+    with InMemorySaver(factory=factory) as reopened:
+        graph = chain(NODES).compile(checkpointer=reopened)
+        after = [
+            (s.config, s.values, s.next) for s in graph.get_state_history(thread())
+        ]
+        again = reopened.get_tuple(thread())
+    assert after == before
+    assert head is not None and again is not None
+    assert again.checkpoint == head.checkpoint
+
+
+def test_a_subclass_overriding_put_step_has_it_called():
+    saver = OwnPutStep()
+    assert loop_step_of(saver) is None
+    assert loop_step_of(InMemorySaver()) is not None
+    graph = chain(["a", "b"]).compile(checkpointer=saver)
+    graph.invoke({"x": 0, "log": []}, thread())
+    assert saver.calls == 4  # the input, the start step and one per node
+
+
+def test_compact_loop_structure_refuses_other_shapes_and_reads_back():
+    by_node = {"a": {"c": "1"}, "b": {"c": "2"}}
+    checkpoint = {
+        "v": 4,
+        "id": "x",
+        "ts": "t",
+        "channel_values": {},
+        "channel_versions": {"c": "2"},
+        "versions_seen": by_node,
+        "updated_channels": ["c"],
+    }
+    made = compact_loop_structure(checkpoint, (), None)
+    assert made is not None
+    restored = expand_structure(made[0])
+    assert restored["versions_seen"] == by_node
+    assert restored["versions_seen"]["a"] is not by_node["a"]  # fresh on reading
+    assert restored["updated_channels"] == ["c"]
+    # the next save shares the names when they did not change
+    again = compact_loop_structure(
+        {**checkpoint, "id": "y", "channel_versions": {"c": "3"}}, (), made
+    )
+    assert again is not None
+    keys, values = again[0]
+    assert (
+        values[keys.index("channel_versions")][0]
+        is (made[0][1][made[0][0].index("channel_versions")][0])
+    )
+    for shape in (
+        {**checkpoint, "versions_seen": list(by_node.items())},
+        {**checkpoint, "channel_versions": [("c", "2")]},
+        {**checkpoint, "updated_channels": ("c",)},
+    ):
+        assert compact_loop_structure(shape, (), None) is None
+
+
+# --- the loop's metadata, marked plain when it is -----------------------------------
+
+
+class Messages(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def _one_step(saver: InMemorySaver) -> Any:
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(Messages)
+    builder.add_node("a", lambda state: {"log": ["a"]})
+    builder.add_edge(START, "a")
+    builder.add_edge("a", END)
+    return builder.compile(checkpointer=saver)
+
+
+def test_a_steps_metadata_is_marked_plain_and_reads_back_as_a_dict():
+    saver = Recording()
+    config = {**thread(), "metadata": {"who": "me", "n": 3}}
+    _one_step(saver).invoke({"log": []}, config)
+    assert saver.metadata_types == [dict, PlainDict, PlainDict]  # input: not
+    stored = saver.get_tuple(thread())
+    assert stored is not None
+    assert type(stored.metadata) is dict
+    assert stored.metadata["who"] == "me" and stored.metadata["writes"] == {
+        "a": ["log"]
+    }
+
+
+@pytest.mark.parametrize("value", [math.nan, 2.5, 2**70])
+def test_metadata_that_needs_the_walk_is_not_marked_and_reads_back_exactly(
+    value: Any,
+):
+    """A float (NaN needs a tag) in the run's metadata: not marked. A big int
+    is plain by the check, marked, and still tagged (orjson refuses it)."""
+    saver = Recording()
+    config = {**thread(), "metadata": {"value": value}}
+    _one_step(saver).invoke({"log": []}, config)
+    marked = type(value) is int
+    assert saver.metadata_types[-1] is (PlainDict if marked else dict)
+    stored = saver.get_tuple(thread())
+    assert stored is not None
+    got = stored.metadata["value"]
+    assert math.isnan(got) if value != value else got == value, got
+    assert type(got) is type(value)
