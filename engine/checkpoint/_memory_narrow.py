@@ -24,14 +24,21 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from engine.checkpoint._blobs import load_stored
 from engine.checkpoint.serde.base import SerializerProtocol
+from engine.checkpoint.serde.jsonplus import JsonPlusSerializer
 from engine.errors import SerializationError
 
 __all__ = ("dumps_narrow", "is_narrow", "loads_narrow")
 
 _SHORTENED = ((b'"0000000000', b"\x01"), (b'"0000000', b"\x02"))
 """Runs of zeros and the byte each is written as, longest first."""
+(_ZEROS_10, _MARK_10), (_ZEROS_7, _MARK_7) = _SHORTENED
+
+_UNKNOWN: Any = object()
+_DEFAULT_PLAIN = JsonPlusSerializer.dumps_typed_plain
 
 _SKIPPED = frozenset({"channel_values", "channel_deltas", "id", "ts"})
 _KEYS = ("v", "channel_versions", "versions_seen", "updated_channels")
@@ -43,8 +50,9 @@ _LAYOUTS: dict[tuple[str, ...], bool | None] = {}
 
 
 def _with_schema(keys: tuple[str, ...]) -> bool | None:
-    if keys in _LAYOUTS:
-        return _LAYOUTS[keys]
+    found = _LAYOUTS.get(keys, _UNKNOWN)
+    if found is not _UNKNOWN:
+        return found  # type: ignore[return-value]
     kept = tuple(k for k in keys if k not in _SKIPPED)
     found = True if kept == _WITH_SCHEMA else False if kept == _KEYS else None
     if len(_LAYOUTS) >= 64:  # a caller inventing keys: bounded anyway
@@ -59,9 +67,8 @@ def dumps_narrow(
     """The array form of ``checkpoint``'s structure (``nil``: the channels whose
     value is None), or None when the checkpoint has another shape or the
     serializer has no plain JSON form for it."""
-    plain = getattr(serde, "dumps_typed_plain", None)
     with_schema = _with_schema(tuple(checkpoint))
-    if plain is None or with_schema is None:
+    if with_schema is None:
         return None
     parts = [
         checkpoint["v"],
@@ -72,12 +79,21 @@ def dumps_narrow(
     ]
     if with_schema:
         parts.append(checkpoint["schema_version"])
-    tag, payload = plain(parts)
-    if tag != "jsonraw":
-        return None
-    for zeros, mark in _SHORTENED:
-        payload = payload.replace(zeros, mark)
-    data: bytes = payload
+    if getattr(type(serde), "dumps_typed_plain", None) is _DEFAULT_PLAIN:
+        # the default serializer's plain JSON, written here: its copy of
+        # orjson's buffer would be copied again by the replacements below
+        try:
+            payload = orjson.dumps(parts)
+        except TypeError:
+            return None
+    else:
+        plain = getattr(serde, "dumps_typed_plain", None)
+        if plain is None:
+            return None
+        tag, payload = plain(parts)
+        if tag != "jsonraw":
+            return None
+    data: bytes = payload.replace(_ZEROS_10, _MARK_10).replace(_ZEROS_7, _MARK_7)
     return data
 
 

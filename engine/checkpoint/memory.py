@@ -38,7 +38,7 @@ from engine.checkpoint._blobs import (
     pack_structure,
     unpack_structure,
 )
-from engine.checkpoint._lease import LeaseTable
+from engine.checkpoint._lease import HELD_LEASE, LeaseTable
 from engine.checkpoint._memory_async import MemoryAsyncMethods
 from engine.checkpoint._memory_compact import (
     compact_loop_structure,
@@ -494,10 +494,13 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
         the values they add. ``loop``: the loop's save (``put_loop_step``).
         """
         conf = config.get(CONF, {})
-        thread_id = str(require_thread_id(config))
+        thread_id = conf.get(CONFIG_KEY_THREAD_ID)
+        if type(thread_id) is not str or not thread_id:
+            thread_id = str(require_thread_id(config))
         ns = conf.get(CONFIG_KEY_CHECKPOINT_NS, "") or ""
         place = (thread_id, ns)
-        self.leases.check(config)
+        if HELD_LEASE in conf:
+            self.leases.check(config)
         if EXPECTED_HEAD in conf:
             head = self._head(thread_id, ns) or None
             batch_head = batch_heads.get(place)

@@ -67,7 +67,10 @@ class CheckpointBuilder(LoopState):
     def _snapshot(self) -> Checkpoint:
         """A copy of the working checkpoint the saver may keep (values shared, dicts fresh)."""
         working = self.checkpoint
-        values = dict(self._saved_values)
+        kept_by_copy = getattr(self.persistence, "kept_by_copy", False)
+        # A saver that copies what it keeps leaves this dict alone: the next
+        # snapshot changes it instead of a copy.
+        values = self._saved_values if kept_by_copy else dict(self._saved_values)
         channels = self.channels
         for chan in self._bumped if self._bumped is not None else channels.keys():
             value = channels[chan].checkpoint()
@@ -77,28 +80,39 @@ class CheckpointBuilder(LoopState):
                 values[chan] = value
         self._saved_values = values
         seen = working["versions_seen"]
-        if not getattr(self.persistence, "kept_by_copy", False):
+        if not kept_by_copy:
             # The saver may keep it. Each node's dict is shared, not copied:
             # the loop replaces a node's dict rather than change it
             # (``apply_writes``, interrupts).
             seen = dict(seen)
-        snapshot = Checkpoint(
-            v=working.get("v", 4),
-            id=working["id"],
-            ts=working["ts"],
-            channel_values=values,
-            channel_versions=dict(working["channel_versions"]),
-            versions_seen=seen,
-            updated_channels=working.get("updated_channels"),
-        )
+        snapshot: Checkpoint = {
+            "v": working.get("v", 4),
+            "id": working["id"],
+            "ts": working["ts"],
+            "channel_values": values,
+            "channel_versions": dict(working["channel_versions"]),
+            "versions_seen": seen,
+            "updated_channels": working.get("updated_channels"),
+        }
         if self.graph.schema_version is not None:
             snapshot["schema_version"] = self.graph.schema_version
         return snapshot
 
     def _deltas(self, new_versions: Mapping[str, Any]) -> dict[str, tuple[Any, int]]:
         deltas: dict[str, tuple[Any, int]] = {}
+        appending = self._appending
+        if appending is None:  # the channels that may record an append
+            appending = self._appending = frozenset(
+                name
+                for name, channel in self.channels.items()
+                if hasattr(channel, "append_base")
+            )
+        if appending.isdisjoint(new_versions):
+            return deltas
         saved = self._saved_versions
         for chan in new_versions:
+            if chan not in appending:
+                continue
             base = getattr(self.channels[chan], "append_base", None)
             if base is not None and chan in saved:
                 deltas[chan] = (saved[chan], base)

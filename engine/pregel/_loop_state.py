@@ -162,6 +162,8 @@ class LoopState:
         self._planned_for: tuple[str, int] | None = None
         self._state_keys: tuple[Any, frozenset[str] | set[str]] | None = None
         """(stream_keys, the keys whose writes a checkpoint's metadata lists)."""
+        self._appending: frozenset[str] | None = None
+        """The channels that may record an append (``_deltas``), once known."""
         self._metadata_base: tuple[dict[str, Any], dict[str, str], bool] | None = None
         """The run's metadata entries every checkpoint repeats (``_run_metadata``)."""
         self.resume_map: dict[str, Any] | None = None

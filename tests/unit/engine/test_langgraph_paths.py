@@ -105,6 +105,10 @@ def test_checkpoint_ids_read_the_clock_they_were_made_at(
     assert len({m.node for m in made}) == 1
 
 
+# The child only writes to a pipe and leaves: no lock of another thread matters.
+@pytest.mark.filterwarnings(
+    "ignore:This process .* is multi-threaded:DeprecationWarning"
+)
 def test_a_forked_child_draws_its_own_node() -> None:
     parent = UUID(new_checkpoint_id()).node
     reader, writer = os.pipe()
