@@ -50,9 +50,9 @@ _LAYOUTS: dict[tuple[str, ...], bool | None] = {}
 
 
 def _with_schema(keys: tuple[str, ...]) -> bool | None:
-    found = _LAYOUTS.get(keys, _UNKNOWN)
+    found: bool | None = _LAYOUTS.get(keys, _UNKNOWN)
     if found is not _UNKNOWN:
-        return found  # type: ignore[return-value]
+        return found
     kept = tuple(k for k in keys if k not in _SKIPPED)
     found = True if kept == _WITH_SCHEMA else False if kept == _KEYS else None
     if len(_LAYOUTS) >= 64:  # a caller inventing keys: bounded anyway

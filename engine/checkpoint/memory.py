@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
+from itertools import repeat
 from typing import Any, NamedTuple
 
 from engine._internal._constants import (
@@ -49,8 +50,10 @@ from engine.checkpoint._memory_inputs import InputMembers, input_members, shared
 from engine.checkpoint._memory_leases import MemoryLeases
 from engine.checkpoint._memory_narrow import dumps_narrow, is_narrow, loads_narrow
 from engine.checkpoint._pending_writes import (
+    WRITES_CHANNEL,
     encode_task_writes,
     is_packed,
+    pack_writes,
     unpack_writes,
 )
 from engine.checkpoint._persistent_dict import PersistentDict
@@ -62,6 +65,7 @@ from engine.checkpoint._retention import (
 )
 from engine.checkpoint.base import (
     EXPECTED_HEAD,
+    WRITES_IDX_MAP,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
@@ -77,7 +81,11 @@ from engine.checkpoint.base import (
     ttl_deadline,
 )
 from engine.checkpoint.serde.base import SerializerProtocol
-from engine.checkpoint.serde.jsonplus import PlainDict, register_type
+from engine.checkpoint.serde.jsonplus import (
+    JsonPlusSerializer,
+    PlainDict,
+    register_type,
+)
 
 __all__ = ("InMemorySaver", "MemorySaver", "PersistentDict")
 
@@ -123,6 +131,16 @@ other serializers' payloads, no value) as its :class:`BlobRecord`."""
 
 _Entry = tuple[str, str, tuple[str, bytes], str]
 """A pending write as kept: (task id, channel, (type, payload), task path)."""
+
+SCALAR_WRITES = "*s"
+"""The type of an entry holding a task's regular writes as they are, when each
+value is a str, int, float, bool or None (immutable: nothing the task does later
+reaches them) and the serializer is the default one: ``(channel, value, channel,
+value...)`` flat, instead of packed JSON (``WRITES_TAG``), which reads back the
+same values. A loop step's usual writes (a counter, a routing flag) so cost no
+encoding. Kept only in memory: a ``PersistentDict`` file holds them as JSON."""
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 _Lone = tuple[str, str, str, bytes, str, int]
 """A bucket of one entry, flat: (task id, channel, type, payload, task path, index)."""
@@ -318,6 +336,10 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
         )
         pending: list[PendingWrite] = []
         for _, (task_id, channel, typed, _path) in entries:
+            if typed[0] == SCALAR_WRITES and channel == WRITES_CHANNEL:
+                flat: Any = typed[1]
+                pending.extend(zip(repeat(task_id), flat[::2], flat[1::2]))
+                continue
             items = (
                 unpack_writes(typed[1], f"writes of {where}")
                 if is_packed(channel, typed[0])
@@ -634,7 +656,17 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
     def _encode_writes(
         self, writes: Sequence[tuple[str, Any]]
     ) -> builtins.list[tuple[int, str, tuple[str, bytes]]]:
-        """A task's writes as stored (see ``engine.checkpoint._pending_writes``)."""
+        """A task's writes as stored (see ``engine.checkpoint._pending_writes``),
+        or as they are when they are regular writes of scalars (``SCALAR_WRITES``)."""
+        if type(self.serde) is JsonPlusSerializer:
+            flat: builtins.list[Any] = []
+            for channel, value in writes:
+                if type(value) not in _SCALARS or channel in WRITES_IDX_MAP:
+                    break
+                flat += (channel, value)
+            else:
+                if flat:
+                    return [(0, WRITES_CHANNEL, (SCALAR_WRITES, tuple(flat)))]  # type: ignore[list-item]
         return [
             (idx, channel, (tag, payload))
             for idx, channel, tag, payload in encode_task_writes(self.serde, writes)
@@ -939,12 +971,25 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
                 if key[0] == thread_id
             )
             total += sum(
-                len(typed[1])
+                len(self._writes_bytes(typed))
                 for key, bucket in self.writes.items()
                 if key[0] == thread_id
                 for _, (_, _, typed, _) in _entries(bucket)
             )
         return total
+
+    def _writes_bytes(self, typed: tuple[str, Any]) -> bytes:
+        """An entry's payload as the other savers would store it (packed)."""
+        if typed[0] != SCALAR_WRITES:
+            payload: bytes = typed[1]
+            return payload
+        flat = typed[1]
+        return pack_writes(
+            [
+                (channel, *self.serde.dumps_typed(value))
+                for channel, value in zip(flat[::2], flat[1::2], strict=True)
+            ]
+        )
 
     def _structure_bytes(self, typed: bytes | tuple[str, Any]) -> bytes:
         """A structure's payload as the SQL savers would store it (packed)."""

@@ -19,7 +19,7 @@ from engine.checkpoint._memory_compact import (
     expand_structure,
 )
 from engine.checkpoint.memory import InMemorySaver, PersistentDict
-from engine.checkpoint.serde.jsonplus import PlainDict
+from engine.checkpoint.serde.jsonplus import JsonPlusSerializer, PlainDict
 from engine.graph import END, START, StateGraph
 from engine.pregel._persist import loop_step_of
 from tests._support.graphs import chain, thread
@@ -230,3 +230,96 @@ def test_metadata_that_needs_the_walk_is_not_marked_and_reads_back_exactly(
     got = stored.metadata["value"]
     assert math.isnan(got) if value != value else got == value, got
     assert type(got) is type(value)
+
+
+# --- a task's scalar writes, kept as they are ---------------------------------------
+
+
+SCALARS = [0, -(2**70), 2.5, math.inf, "text", "", True, False, None]
+
+
+def _saved_writes(saver: InMemorySaver, writes: list[tuple[str, Any]]) -> list[Any]:
+    config = saver.put(
+        {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}},
+        {
+            "v": 4,
+            "id": "1",
+            "ts": "t",
+            "channel_values": {},
+            "channel_versions": {},
+            "versions_seen": {},
+            "updated_channels": None,
+        },
+        {},
+        {},
+    )
+    saver.put_writes(config, writes, "task-1", "path")
+    stored = saver.get_tuple(config)
+    assert stored is not None
+    return stored.pending_writes
+
+
+def test_scalar_writes_are_kept_as_they_are_and_read_back_exactly():
+    saver = InMemorySaver()
+    writes = [(f"c{i}", value) for i, value in enumerate(SCALARS)]
+    pending = _saved_writes(saver, writes)
+    assert [(c, v) for _, c, v in pending] == writes
+    assert [type(v) for _, _, v in pending] == [type(v) for v in SCALARS]
+    ((_, bucket),) = saver.writes.items()
+    assert bucket[2] == "*s"  # the flat form, not packed JSON
+    # NaN is not equal to itself: read back as NaN
+    nan = _saved_writes(InMemorySaver(), [("c", math.nan)])
+    assert math.isnan(nan[0][2])
+
+
+@pytest.mark.parametrize(
+    "writes",
+    [
+        [("c", [1, 2])],  # a list: the task may change it later
+        [("c", 1), ("d", {"k": "v"})],
+        [("c", (1, 2))],
+        [("__error__", "boom")],  # a special write has its own entry
+    ],
+)
+def test_other_writes_are_serialized_as_before(writes: list[tuple[str, Any]]):
+    saver = InMemorySaver()
+    pending = _saved_writes(saver, writes)
+    assert [(c, v) for _, c, v in pending] == writes
+    for _, bucket in saver.writes.items():
+        entries = bucket.values() if isinstance(bucket, dict) else [bucket]
+        assert all("*s" not in entry for entry in entries)
+    kept = writes[0][1]
+    if isinstance(kept, list):
+        kept.append(3)  # changed after the save: the stored write is not
+        assert _saved_writes(saver, [])[0][2] == [1, 2]
+
+
+def test_stored_bytes_count_scalar_writes_as_packed():
+    plain, packed = InMemorySaver(), InMemorySaver(serde=_PackingSerde())
+    writes = [("n", 3), ("branch:to:tick", None), ("s", "x")]
+    _saved_writes(plain, writes)
+    _saved_writes(packed, writes)
+    assert plain.stored_bytes("t1") == packed.stored_bytes("t1")
+
+
+def test_scalar_writes_survive_a_persistent_dict(tmp_path: Path):
+    def factory(*args: Any) -> PersistentDict:
+        factory.count += 1  # type: ignore[attr-defined]
+        table = PersistentDict(*args, filename=str(tmp_path / f"t{factory.count}"))  # type: ignore[attr-defined]
+        if Path(table.filename).exists():
+            table.load()
+        return table
+
+    factory.count = 0  # type: ignore[attr-defined]
+    writes = [(f"c{i}", value) for i, value in enumerate(SCALARS)]
+    with InMemorySaver(factory=factory) as saver:
+        _saved_writes(saver, writes)
+    factory.count = 0  # type: ignore[attr-defined]
+    with InMemorySaver(factory=factory) as reopened:
+        stored = reopened.get_tuple(thread())
+        assert stored is not None
+        assert [(c, v) for _, c, v in stored.pending_writes] == writes
+
+
+class _PackingSerde(JsonPlusSerializer):
+    """The default serializer under another class: writes are packed as JSON."""
