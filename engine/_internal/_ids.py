@@ -9,7 +9,14 @@ import threading
 import time
 from datetime import UTC, datetime
 
-__all__ = ("new_checkpoint_id", "task_id_for", "utc_now_iso", "uuid6_int")
+__all__ = (
+    "id_bytes",
+    "new_checkpoint_id",
+    "task_id_for",
+    "task_id_of",
+    "utc_now_iso",
+    "uuid6_int",
+)
 
 _lock = threading.Lock()
 _last_ts = 0
@@ -104,18 +111,30 @@ def utc_now_iso() -> str:
 
 _STR_OR_INT = frozenset({str, int})
 
+_VARIANT = {c: "89ab"[int(c, 16) & 3] for c in "0123456789abcdef"}
+"""A hex digit with its two high bits set to ``10`` (the RFC 9562 variant)."""
+
+_blake2b = hashlib.blake2b
+
+
+def id_bytes(*parts: str | int | bytes) -> bytes:
+    """What a task id is the digest of: the parts as text (bytes as they are),
+    NUL-separated. Parts joined apart join as one (``id_bytes(a, b) + b"\\0" +
+    id_bytes(c) == id_bytes(a, b, c)``), so a caller may keep a constant run of
+    them encoded (``PregelNode.id_suffix``)."""
+    if set(map(type, parts)) <= _STR_OR_INT:  # every pull and push task's parts
+        return "\x00".join(map(str, parts)).encode()  # the same bytes, joined once
+    return b"\x00".join(p if isinstance(p, bytes) else str(p).encode() for p in parts)
+
+
+def task_id_of(data: bytes) -> str:
+    """The task id (UUID-shaped, version 5 and variant bits set) of ``id_bytes``:
+    their BLAKE2b digest, 16 bytes."""
+    h = _blake2b(data, digest_size=16).hexdigest()
+    return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
+
 
 def task_id_for(*parts: str | int | bytes) -> str:
     """Deterministic task id (UUID-shaped) from the parts that identify a task:
     the BLAKE2b digest of the parts as text (bytes as they are), NUL-separated."""
-    if set(map(type, parts)) <= _STR_OR_INT:  # every pull and push task's parts
-        data = "\x00".join(map(str, parts)).encode()  # the same bytes, joined once
-    else:
-        data = b"\x00".join(
-            p if isinstance(p, bytes) else str(p).encode() for p in parts
-        )
-    raw = bytearray(hashlib.blake2b(data, digest_size=16).digest())
-    raw[6] = (raw[6] & 0x0F) | 0x50
-    raw[8] = (raw[8] & 0x3F) | 0x80
-    h = raw.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    return task_id_of(id_bytes(*parts))

@@ -20,7 +20,7 @@ from engine._internal._constants import (
     RESERVED_WRITES,
     TASKS,
 )
-from engine._internal._ids import task_id_for
+from engine._internal._ids import id_bytes, task_id_for, task_id_of
 from engine._internal._typing import MISSING
 from engine.channels.base import BaseChannel
 from engine.checkpoint.base import Checkpoint
@@ -208,6 +208,7 @@ def prepare_next_tasks(
     versions = checkpoint["channel_versions"]
     versions_seen = checkpoint["versions_seen"]
     null_version = null_version_of(checkpoint)
+    prefix: bytes | None = None  # the start of every pull task's id_bytes
     for name in candidates:
         node = nodes[name]
         if not _triggered(
@@ -215,9 +216,10 @@ def prepare_next_tasks(
         ):
             continue
         triggers = node.sorted_triggers
-        task_id = task_id_for(
-            checkpoint_id, checkpoint_ns, step_str, name, PULL, *triggers
-        )
+        if prefix is None:
+            prefix = id_bytes(checkpoint_id, checkpoint_ns, step_str)
+        # task_id_for(checkpoint_id, checkpoint_ns, step_str, name, PULL, *triggers)
+        task_id = task_id_of(prefix + node.id_suffix(name))
         value = node.read_input(channels, step, stop)
         if value is MISSING:
             continue

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from engine._internal._constants import PULL
+from engine._internal._ids import id_bytes
 from engine._internal._typing import MISSING
 from engine.channels.base import BaseChannel
 from engine.managed.base import ManagedScope, ManagedValueMapping
@@ -44,6 +46,7 @@ class PregelNode:
         "cache_policy",
         "channels",
         "error_handler",
+        "id_suffix_of",
         "last_resumed_seconds",
         "last_seconds",
         "managed",
@@ -87,6 +90,8 @@ class PregelNode:
         that pauses quickly may do its slow work once resumed)."""
         self.triggers = list(triggers)
         self.sorted_triggers = tuple(sorted(self.triggers))
+        self.id_suffix_of: tuple[str, tuple[str, ...], bytes] | None = None
+        """``id_suffix``'s last answer, with the name and triggers it is for."""
         self.channels = channels
         self.bound = bound
         self.writers = list(writers)
@@ -102,6 +107,16 @@ class PregelNode:
 
     def refresh_triggers(self) -> None:
         self.sorted_triggers = tuple(sorted(self.triggers))
+
+    def id_suffix(self, name: str) -> bytes:
+        """The end of a pull task's ``id_bytes`` (after the checkpoint id,
+        namespace and step), which is the same at every step: the node's name,
+        ``PULL`` and its triggers, each after a NUL."""
+        kept = self.id_suffix_of
+        if kept is None or kept[0] is not name or kept[1] is not self.sorted_triggers:
+            suffix = b"\x00" + id_bytes(name, PULL, *self.sorted_triggers)
+            kept = self.id_suffix_of = (name, self.sorted_triggers, suffix)
+        return kept[2]
 
     def read_input(
         self,

@@ -5,6 +5,7 @@ No loop, no saver, no clock: hand-built checkpoints and channel dicts only.
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import itertools
 import operator
@@ -168,6 +169,10 @@ def test_a_pull_task_id_is_the_hash_of_its_parts() -> None:
     ]
 
 
+class _Named(str, enum.Enum):  # noqa: UP042 (str() is "_Named.NODE", not its value)
+    NODE = "node"
+
+
 @pytest.mark.parametrize(
     "parts",
     [
@@ -175,6 +180,7 @@ def test_a_pull_task_id_is_the_hash_of_its_parts() -> None:
         ("cid", "parent:1", "0", "work", PUSH, 7),  # a Send's index
         ("cid", "", "1", "nœud-é", PULL, "x"),  # not ASCII
         ("cid", b"\xffraw", 2),  # bytes as they are
+        ("cid", "", "1", _Named.NODE, PULL, True),  # str() of each, not its value
     ],
 )
 def test_task_ids_are_the_digest_of_the_parts_each_encoded(parts: tuple) -> None:
