@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 __all__ = (
     "id_bytes",
     "new_checkpoint_id",
+    "new_checkpoint_stamp",
     "task_id_for",
     "task_id_of",
     "utc_now_iso",
@@ -19,13 +20,15 @@ __all__ = (
 )
 
 _lock = threading.Lock()
+_UUID_EPOCH = 0x01B21DD213814000
+"""1970 in 100 ns intervals since 1582 (the UUID timestamp's start)."""
 _last_ts = 0
 
 
 def _tick() -> int:
     """Now in 100ns intervals since 1582, later than every earlier call's."""
     global _last_ts
-    now = time.time_ns() // 100 + 0x01B21DD213814000
+    now = time.time_ns() // 100 + _UUID_EPOCH
     with _lock:
         if now <= _last_ts:
             now = _last_ts + 1
@@ -75,8 +78,19 @@ def new_checkpoint_id(step: int = 0) -> str:
     without the 128-bit number or the object); the first two fields are
     formatted once for all the ids of the same ~0.4 ms.
     """
-    global _head
+    return _checkpoint_id(_tick(), step)
+
+
+def new_checkpoint_stamp(step: int = 0) -> tuple[str, str]:
+    """A new checkpoint's id (:func:`new_checkpoint_id`) and creation time
+    (:func:`utc_now_iso`), from one reading of the clock: the time is the id's
+    own, to the microsecond."""
     now = _tick()
+    return _checkpoint_id(now, step), _iso((now - _UUID_EPOCH) // 10)
+
+
+def _checkpoint_id(now: int, step: int) -> str:
+    global _head
     high, head = _head
     if now >> 12 != high:
         high = now >> 12
@@ -99,8 +113,12 @@ def utc_now_iso() -> str:
     """Now in UTC as ``datetime.now(UTC).isoformat()`` writes it
     (``2026-12-04T20:49:34.951850+00:00``; no fraction on a whole second), with
     the date and time of day formatted once a second."""
+    return _iso(time.time_ns() // 1000)
+
+
+def _iso(micros: int) -> str:
+    """``micros`` since 1970 as :func:`utc_now_iso` writes them."""
     global _second
-    micros = time.time_ns() // 1000
     seconds, micro = divmod(micros, 1_000_000)
     last, text = _second
     if seconds != last:

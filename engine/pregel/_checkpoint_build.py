@@ -16,7 +16,7 @@ from engine._internal._constants import (
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_THREAD_ID,
 )
-from engine._internal._ids import new_checkpoint_id, utc_now_iso
+from engine._internal._ids import new_checkpoint_stamp
 from engine._internal._typing import MISSING, RunnableConfig
 from engine.checkpoint.base import EXPECTED_HEAD, Checkpoint
 from engine.checkpoint.serde.jsonplus import PlainDict, is_small_plain, plain_keys
@@ -142,8 +142,7 @@ class CheckpointBuilder(LoopState):
         """Make the working checkpoint the current step's: a new id, its metadata
         (returned), and the configs that address it and its parent."""
         checkpoint = self.checkpoint
-        checkpoint["id"] = new_checkpoint_id(self.step)
-        checkpoint["ts"] = utc_now_iso()
+        checkpoint["id"], checkpoint["ts"] = new_checkpoint_stamp(self.step)
         checkpoint["updated_channels"] = (
             sorted(self.updated_channels) if self.updated_channels is not None else None
         )

@@ -597,7 +597,7 @@ class PregelLoop(ResumeBook, NodeCache, CheckpointBuilder):
         """All tasks finished: apply their writes, save the checkpoint, maybe stop."""
         self.resuming_step = False
         tasks = list(self.tasks.values())
-        step_done = time.time()
+        step_done = time.time() if "events" in self.modes else 0.0
         self.updated_channels = self._apply(tasks)
         if not self.output_written:
             keys = self.output_keys

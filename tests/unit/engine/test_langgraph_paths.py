@@ -105,6 +105,19 @@ def test_checkpoint_ids_read_the_clock_they_were_made_at(
     assert len({m.node for m in made}) == 1
 
 
+def test_a_checkpoints_stamp_reads_the_clock_once() -> None:
+    """The id and the creation time a checkpoint gets together are the same
+    instant: the time is the id's timestamp, to the microsecond."""
+    for step in (0, 7):
+        made, ts = _ids.new_checkpoint_stamp(step)
+        parsed = UUID(made)
+        assert (parsed.version, parsed.clock_seq) == (6, step)
+        since_1582 = timedelta(microseconds=parsed.time // 10)
+        assert datetime(1582, 10, 15, tzinfo=UTC) + since_1582 == (
+            datetime.fromisoformat(ts)
+        )
+
+
 # The child only writes to a pipe and leaves: no lock of another thread matters.
 @pytest.mark.filterwarnings(
     "ignore:This process .* is multi-threaded:DeprecationWarning"
