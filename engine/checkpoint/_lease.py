@@ -146,12 +146,16 @@ class LeaseTable:
 
     def check(self, config: RunnableConfig) -> None:
         """Refuse a save fenced by a lease its holder no longer holds."""
-        fence = held_lease(config)
-        if fence is None:
-            return
         conf: Mapping[str, Any] = config.get(CONF, {})
-        thread_id = str(conf.get("thread_id", ""))
-        ns, holder = fence
+        self.check_held(str(conf.get("thread_id", "")), conf.get(HELD_LEASE))
+
+    def check_held(self, thread_id: str, held: Any) -> None:
+        """:meth:`check` of a config's ``thread_id`` (as text) and ``HELD_LEASE``
+        value (None: not fenced), already read."""
+        if held is None:
+            return
+        ns, holder = held
+        ns, holder = str(ns), str(holder)
         current = self.rows.get((thread_id, ns))
         if current is None or current[0] != holder:
             raise lease_lost(thread_id, ns, holder)

@@ -521,8 +521,7 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             thread_id = str(require_thread_id(config))
         ns = conf.get(CONFIG_KEY_CHECKPOINT_NS, "") or ""
         place = (thread_id, ns)
-        if HELD_LEASE in conf:
-            self.leases.check(config)
+        self.leases.check_held(thread_id, conf.get(HELD_LEASE))
         if EXPECTED_HEAD in conf:
             head = self._head(thread_id, ns) or None
             batch_head = batch_heads.get(place)
