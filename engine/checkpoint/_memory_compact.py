@@ -8,6 +8,12 @@ the stored copy (the guarantee serializing gives), and sharing what did not chan
 with the thread's previous checkpoint: the tuple of channel names, each node's
 versions seen, the version strings themselves. A narrow structure (a few channels)
 is kept as JSON bytes: one object beats the tuples there (see ``memory._NARROW``).
+
+The loop's own saves (``InMemorySaver.put_loop_step``) come with a promise a
+caller of ``put`` does not make: no dict of the checkpoint's ``versions_seen`` is
+changed once handed over. Their structures (:func:`compact_loop_structure`) keep
+those dicts as they are, under the layout key :data:`SEEN_AS_DICTS`; reading
+copies them.
 """
 
 from __future__ import annotations

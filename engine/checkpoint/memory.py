@@ -100,7 +100,8 @@ structure is JSON bytes without its id and creation time (the row's key and its
 fourth item: a summary reads the time without parsing, and shares the string):
 the short array of ``engine.checkpoint._memory_narrow`` for the loop's checkpoints,
 the JSON object otherwise; a wide one is compact tuples (``(COMPACT, tuples)``,
-see ``_NARROW``). Rows of earlier versions have three items, or the JSON object
+see ``_NARROW``; for the loop's saves, with its node dicts of ``versions_seen``
+kept as they are: ``compact_loop_structure``). Rows of earlier versions have three items, or the JSON object
 where the array is kept now; both read."""
 
 COMPACT = "*mem"
