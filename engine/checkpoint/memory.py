@@ -53,7 +53,6 @@ from engine.checkpoint._pending_writes import (
     WRITES_CHANNEL,
     encode_task_writes,
     is_packed,
-    pack_writes,
     unpack_writes,
 )
 from engine.checkpoint._persistent_dict import PersistentDict
@@ -984,12 +983,9 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             payload: bytes = typed[1]
             return payload
         flat = typed[1]
-        return pack_writes(
-            [
-                (channel, *self.serde.dumps_typed(value))
-                for channel, value in zip(flat[::2], flat[1::2], strict=True)
-            ]
-        )
+        writes = builtins.list(zip(flat[::2], flat[1::2], strict=True))
+        ((_, _, _, packed),) = encode_task_writes(self.serde, writes)
+        return packed
 
     def _structure_bytes(self, typed: bytes | tuple[str, Any]) -> bytes:
         """A structure's payload as the SQL savers would store it (packed)."""

@@ -9,6 +9,7 @@ memory, SQLite and Postgres (``postgres`` marker; a fresh database per test).
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -20,14 +21,14 @@ import psycopg
 import pytest
 
 from engine.checkpoint.base import BaseCheckpointSaver
-from engine.checkpoint.memory import InMemorySaver
+from engine.checkpoint.memory import InMemorySaver, PersistentDict
 from engine.checkpoint.postgres import PostgresSaver
 from engine.checkpoint.postgres.aio import AsyncPostgresSaver
 from engine.checkpoint.sqlite import SqliteSaver
 from engine.checkpoint.sqlite.aio import AsyncSqliteSaver
 from tests._support.postgres import fresh_database, pg_dsn
 
-__all__ = ("BACKENDS", "SaverSpec", "asaver", "saver", "saver_spec")
+__all__ = ("BACKENDS", "SaverSpec", "asaver", "file_tables", "saver", "saver_spec")
 
 BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
@@ -116,3 +117,20 @@ async def asaver(saver_spec: SaverSpec) -> AsyncIterator[BaseCheckpointSaver]:
     """An asyncio saver of each backend."""
     async with saver_spec.aopen() as opened:
         yield opened
+
+
+def file_tables(directory: Path) -> Any:
+    """An ``InMemorySaver`` factory kept in files, LangGraph's dev-server pattern:
+    one file per table in ``directory``, loaded when present. A new factory for
+    the same directory reopens what the last saver left there."""
+    count = 0
+
+    def factory(*args: Any) -> PersistentDict:
+        nonlocal count
+        count += 1
+        table = PersistentDict(*args, filename=str(directory / f"table{count}.json"))
+        with contextlib.suppress(FileNotFoundError):
+            table.load()
+        return table
+
+    return factory

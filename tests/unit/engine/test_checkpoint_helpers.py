@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 import threading
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +28,7 @@ from tests._support.builders import (
     make_metadata,
     next_checkpoint,
 )
+from tests._support.savers import file_tables
 
 # -- create_checkpoint --------------------------------------------------------------------
 
@@ -124,24 +123,9 @@ def test_writes_sort_key_orders_by_path_task_then_index():
 # -- InMemorySaver(factory=PersistentDict) ------------------------------------------------
 
 
-def _file_factory(directory: Path):
-    """LangGraph's dev-server pattern: one file per table, loaded if present."""
-    count = 0
-
-    def factory(*args: Any) -> PersistentDict:
-        nonlocal count
-        count += 1
-        table = PersistentDict(*args, filename=str(directory / f"table{count}.json"))
-        with contextlib.suppress(FileNotFoundError):
-            table.load()
-        return table
-
-    return factory
-
-
 def test_an_in_memory_saver_kept_in_files_survives_a_restart(tmp_path):
     first, changed = make_checkpoint({"log": ["a"]}), None
-    with InMemorySaver(factory=_file_factory(tmp_path)) as saver:
+    with InMemorySaver(factory=file_tables(tmp_path)) as saver:
         config = saver.put(
             make_config(), first, make_metadata(), first["channel_versions"]
         )
@@ -154,7 +138,7 @@ def test_an_in_memory_saver_kept_in_files_survives_a_restart(tmp_path):
     assert [f.name for f in files] == [f"table{i}.json" for i in range(1, 5)]
     assert all(not f.read_bytes().startswith(b"\x80") for f in files)  # not pickle
 
-    with InMemorySaver(factory=_file_factory(tmp_path)) as reopened:
+    with InMemorySaver(factory=file_tables(tmp_path)) as reopened:
         loaded = reopened.get_tuple(make_config())
         assert loaded is not None
         assert loaded.checkpoint["id"] == second["id"]

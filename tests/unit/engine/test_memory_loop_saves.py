@@ -18,11 +18,12 @@ from engine.checkpoint._memory_compact import (
     compact_loop_structure,
     expand_structure,
 )
-from engine.checkpoint.memory import InMemorySaver, PersistentDict
+from engine.checkpoint.memory import InMemorySaver
 from engine.checkpoint.serde.jsonplus import JsonPlusSerializer, PlainDict
 from engine.graph import END, START, StateGraph
 from engine.pregel._persist import loop_step_of
 from tests._support.graphs import chain, thread
+from tests._support.savers import file_tables
 
 NODES = [f"n{i}" for i in range(30)]  # wide: compact tuples, not one JSON object
 
@@ -115,23 +116,14 @@ def test_reading_a_wide_checkpoint_gives_fresh_dicts():
 
 
 def test_a_wide_run_kept_in_files_reads_back_after_a_restart(tmp_path: Path):
-    def factory(*args: Any) -> PersistentDict:
-        factory.count += 1  # type: ignore[attr-defined]
-        table = PersistentDict(*args, filename=str(tmp_path / f"t{factory.count}"))  # type: ignore[attr-defined]
-        if table.filename and Path(table.filename).exists():
-            table.load()
-        return table
-
-    factory.count = 0  # type: ignore[attr-defined]
-    with InMemorySaver(factory=factory) as saver:
+    with InMemorySaver(factory=file_tables(tmp_path)) as saver:
         graph = chain(NODES).compile(checkpointer=saver)
         graph.invoke({"x": 0, "log": []}, thread())
         before = [
             (s.config, s.values, s.next) for s in graph.get_state_history(thread())
         ]
         head = saver.get_tuple(thread())
-    factory.count = 0  # type: ignore[attr-defined]
-    with InMemorySaver(factory=factory) as reopened:
+    with InMemorySaver(factory=file_tables(tmp_path)) as reopened:
         graph = chain(NODES).compile(checkpointer=reopened)
         after = [
             (s.config, s.values, s.next) for s in graph.get_state_history(thread())
@@ -303,19 +295,10 @@ def test_stored_bytes_count_scalar_writes_as_packed():
 
 
 def test_scalar_writes_survive_a_persistent_dict(tmp_path: Path):
-    def factory(*args: Any) -> PersistentDict:
-        factory.count += 1  # type: ignore[attr-defined]
-        table = PersistentDict(*args, filename=str(tmp_path / f"t{factory.count}"))  # type: ignore[attr-defined]
-        if Path(table.filename).exists():
-            table.load()
-        return table
-
-    factory.count = 0  # type: ignore[attr-defined]
     writes = [(f"c{i}", value) for i, value in enumerate(SCALARS)]
-    with InMemorySaver(factory=factory) as saver:
+    with InMemorySaver(factory=file_tables(tmp_path)) as saver:
         _saved_writes(saver, writes)
-    factory.count = 0  # type: ignore[attr-defined]
-    with InMemorySaver(factory=factory) as reopened:
+    with InMemorySaver(factory=file_tables(tmp_path)) as reopened:
         stored = reopened.get_tuple(thread())
         assert stored is not None
         assert [(c, v) for _, c, v in stored.pending_writes] == writes
