@@ -123,9 +123,10 @@ def saves_inline(saver: BaseCheckpointSaver) -> bool:
 def loop_step_of(saver: BaseCheckpointSaver) -> Callable[..., None] | None:
     """The saver's ``put_loop_step``: its ``put_step`` for a caller that keeps
     the loop's promises (see ``InMemorySaver.put_loop_step``); None when it has
-    none, or when its class overrides ``put_step`` (the override is what runs)."""
+    none, or when its class or the saver itself overrides ``put_step`` (the
+    override is what runs)."""
     method = getattr(saver, "put_loop_step", None)
-    if method is None:
+    if method is None or "put_step" in getattr(saver, "__dict__", ()):
         return None
     owner = next((k for k in type(saver).__mro__ if "put_loop_step" in vars(k)), None)
     if owner is None or getattr(type(saver), "put_step", None) is not getattr(

@@ -143,6 +143,21 @@ def test_a_subclass_overriding_put_step_has_it_called():
     assert saver.calls == 4  # the input, the start step and one per node
 
 
+def test_a_put_step_set_on_the_saver_itself_is_called():
+    saver = InMemorySaver()
+    calls: list[str] = []
+    own = saver.put_step
+
+    def spy(*args: Any) -> Any:
+        calls.append(args[2]["id"])
+        return own(*args)
+
+    saver.put_step = spy  # type: ignore[method-assign]
+    assert loop_step_of(saver) is None
+    chain(["a", "b"]).compile(checkpointer=saver).invoke({"x": 0, "log": []}, thread())
+    assert len(calls) == 4
+
+
 def test_compact_loop_structure_refuses_other_shapes_and_reads_back():
     by_node = {"a": {"c": "1"}, "b": {"c": "2"}}
     checkpoint = {
