@@ -562,21 +562,9 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
                 )
             else:
                 blobs[key] = EMPTY_RECORD
-        shared = None
-        if (
-            len(versions) + len(checkpoint.get("versions_seen", ())) > _NARROW
-            and getattr(self.serde, "dumps_typed_plain", None) is not None
-        ):
-            last = self._last.get(place)
-            if loop:
-                shared = compact_loop_structure(checkpoint, tuple(nil), last)
-            if shared is None:
-                shared = compact_structure(checkpoint, tuple(nil), last)
-        structure: bytes | tuple[str, Any] | None
-        if shared is not None:
-            structure = (COMPACT, shared[0])
-        else:
-            structure = dumps_narrow(self.serde, checkpoint, builtins.list(nil))
+        structure, shared = self._kept_structure(
+            checkpoint, builtins.list(nil), place, loop
+        )
         if structure is None:
             stored = {k: v for k, v in checkpoint.items() if k not in _NOT_IN_ROW}
             if nil:
@@ -586,17 +574,9 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             structure = dumps_structure(self.serde, stored)
             if structure[0] == "jsonraw":
                 structure = structure[1]
-        kind = type(metadata)
-        meta = self.serde.dumps_typed(
-            metadata if kind is dict or kind is PlainDict else dict(metadata)
+        row = self._row(
+            structure, metadata, conf.get(CONFIG_KEY_CHECKPOINT_ID), checkpoint, shared
         )
-        row: _Row = (
-            structure,
-            meta[1] if meta[0] == "json" else meta,
-            conf.get(CONFIG_KEY_CHECKPOINT_ID),
-        )
-        if shared is None:  # the structure left the time out
-            row += (checkpoint.get("ts", _NO_TS),)
         pending.update(blobs)
         batch_heads[place] = max(batch_heads.get(place) or "", checkpoint["id"])
         inputs = (
@@ -608,6 +588,46 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             else None
         )
         return _Plan(thread_id, ns, checkpoint["id"], row, blobs, shared, inputs)
+
+    def _kept_structure(
+        self, checkpoint: Checkpoint, nil: builtins.list[str], place: Any, loop: bool
+    ) -> tuple[bytes | tuple[str, Any] | None, Any]:
+        """How a checkpoint's structure is kept (a ``_Row``'s first item) and what
+        the thread's next compact structure may share (None for a narrow one);
+        None as the structure when neither form fits (the JSON object then)."""
+        shared = None
+        if (
+            len(checkpoint.get("channel_versions", ()))
+            + len(checkpoint.get("versions_seen", ()))
+            > _NARROW
+            and getattr(self.serde, "dumps_typed_plain", None) is not None
+        ):
+            last = self._last.get(place)
+            if loop:
+                shared = compact_loop_structure(checkpoint, tuple(nil), last)
+            if shared is None:
+                shared = compact_structure(checkpoint, tuple(nil), last)
+        if shared is not None:
+            return (COMPACT, shared[0]), shared
+        return dumps_narrow(self.serde, checkpoint, nil), None
+
+    def _row(
+        self,
+        structure: Any,
+        metadata: CheckpointMetadata,
+        parent_id: str | None,
+        checkpoint: Checkpoint,
+        shared: Any,
+    ) -> _Row:
+        """A checkpoint's row, its metadata serialized (see ``_Row``)."""
+        kind = type(metadata)
+        meta = self.serde.dumps_typed(
+            metadata if kind is dict or kind is PlainDict else dict(metadata)
+        )
+        row: _Row = (structure, meta[1] if meta[0] == "json" else meta, parent_id)
+        if shared is None:  # the structure left the time out
+            row += (checkpoint.get("ts", _NO_TS),)
+        return row
 
     def _apply(self, plan: _Plan) -> None:
         """Store a planned put (lock held)."""
@@ -745,7 +765,91 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
         dicts instead of comparing and copying them (``compact_loop_structure``).
         Used only when a subclass does not override :meth:`put_step`.
         """
-        self._put_step(config, task_writes, checkpoint, metadata, new_versions, True)
+        if not self._put_usual_loop_step(
+            config, task_writes, checkpoint, metadata, new_versions
+        ):
+            self._put_step(
+                config, task_writes, checkpoint, metadata, new_versions, True
+            )
+
+    def _put_usual_loop_step(
+        self,
+        config: RunnableConfig,
+        task_writes: Sequence[tuple[str, str, Sequence[tuple[str, Any]]]],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> bool:
+        """Most of the loop's saves in one pass: a step's (source ``loop``) with
+        the default serializer, no delta hints, no TTL, not the save right
+        after the thread's input checkpoint (whose large values it may share),
+        and a structure of the loop's shape. Stores exactly what ``_put_step``
+        would store (``_plan_put`` then ``_apply``) without the batch, input and
+        other-shape cases those handle; False, with nothing stored, for any
+        other save, which ``_put_step`` then makes.
+        """
+        conf = config.get(CONF, {})
+        thread_id = conf.get(CONFIG_KEY_THREAD_ID)
+        ns = conf.get(CONFIG_KEY_CHECKPOINT_NS, "") or ""
+        place = (thread_id, ns)
+        if (
+            type(self.serde) is not JsonPlusSerializer
+            or self.default_ttl is not None
+            or type(thread_id) is not str
+            or not thread_id
+            or metadata.get("source") != "loop"
+            or "channel_deltas" in checkpoint
+            or place in self._inputs
+        ):
+            return False
+        parent_id = conf.get(CONFIG_KEY_CHECKPOINT_ID)
+        encoded = [
+            (task_id, path, self._encode_writes(writes))
+            for task_id, path, writes in (task_writes if parent_id is not None else ())
+        ]
+        values = checkpoint.get("channel_values", {})
+        versions = checkpoint.get("channel_versions", {})
+        # None values stay in the row (see ``_plan_put``): no value record
+        nil = [c for c, v in values.items() if v is None and c in versions]
+        with self.lock:
+            self.leases.check_held(thread_id, conf.get(HELD_LEASE))
+            if EXPECTED_HEAD in conf:
+                head = self._head(thread_id, ns) or None
+                if head != conf[EXPECTED_HEAD]:
+                    raise conflict(thread_id, ns, conf[EXPECTED_HEAD], head)
+            stored = self.blobs
+            dumps_typed = self.serde.dumps_typed
+            blobs: dict[tuple[str, str, str, str], _Kept] = {}
+            for channel, version in new_versions.items():
+                key = (thread_id, ns, channel, str(version))
+                if key in stored:
+                    continue
+                if channel not in values:
+                    blobs[key] = EMPTY_RECORD
+                elif (value := values[channel]) is not None or channel not in versions:
+                    blobs[key] = _kept_full(*dumps_typed(value))
+            structure, shared = self._kept_structure(checkpoint, nil, place, True)
+            if structure is None:
+                return False
+            row = self._row(structure, metadata, parent_id, checkpoint, shared)
+            checkpoint_id = checkpoint["id"]
+            if shared is not None:
+                self._last.pop(place, None)  # newest last
+                self._last[place] = shared
+                if len(self._last) > _LAST_PLACES:
+                    del self._last[next(iter(self._last))]
+            stored.update(blobs)
+            self.storage.setdefault(thread_id, {}).setdefault(ns, {})[checkpoint_id] = (
+                row
+            )
+            head = self._heads.get(place)
+            if head is not None and checkpoint_id > head:
+                self._heads[place] = checkpoint_id
+            if encoded:  # the step's writes belong to the checkpoint before it
+                before = (thread_id, ns, parent_id)
+                for task_id, path, task_encoded in encoded:
+                    self._store_at(before, task_encoded, task_id, path)
+        return True
 
     def _put_step(
         self,

@@ -8,6 +8,8 @@ from __future__ import annotations
 import copy
 import math
 import operator
+import random
+import re
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -18,8 +20,10 @@ from engine.checkpoint._memory_compact import (
     compact_loop_structure,
     expand_structure,
 )
+from engine.checkpoint.base import EXPECTED_HEAD
 from engine.checkpoint.memory import InMemorySaver
 from engine.checkpoint.serde.jsonplus import JsonPlusSerializer, PlainDict
+from engine.errors import CheckpointConflictError
 from engine.graph import END, START, StateGraph
 from engine.pregel._persist import loop_step_of
 from tests._support.graphs import chain, thread
@@ -321,3 +325,135 @@ def test_scalar_writes_survive_a_persistent_dict(tmp_path: Path):
 
 class _PackingSerde(JsonPlusSerializer):
     """The default serializer under another class: writes are packed as JSON."""
+
+
+# -- the one-pass save (``_put_usual_loop_step``) stores what the general one does --
+
+_ID_LIKE = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # checkpoint, task
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?\+00:00"  # creation time
+)
+
+
+def _tables(saver: InMemorySaver) -> Any:
+    """The saver's tables with ids and times replaced by their order of first
+    appearance (two runs differ in nothing else: versions are seeded)."""
+    seen: dict[str, str] = {}
+
+    def norm(value: Any) -> Any:
+        if isinstance(value, str) and _ID_LIKE.fullmatch(value):
+            return seen.setdefault(value, f"#{len(seen)}")
+        if isinstance(value, bytes):
+            return _ID_LIKE.sub(lambda m: norm(m.group()), value.decode("latin-1"))
+        if isinstance(value, dict):
+            return [(norm(k), norm(v)) for k, v in value.items()]
+        if isinstance(value, (tuple, list)):
+            return (type(value).__name__, [norm(v) for v in value])
+        return value
+
+    return norm([dict(saver.storage), dict(saver.writes), dict(saver.blobs)])
+
+
+class Appended(TypedDict, total=False):
+    n: int
+    flag: bool | None
+    note: Any
+    log: Annotated[list[str], operator.add]
+
+
+def _mixed_graph(appending: bool = False) -> Any:
+    """A narrow loop whose steps write ints, None, a dict and, ``appending``,
+    an appended list (a delta channel: its saves are the general save's)."""
+
+    def step(state: Appended) -> dict[str, Any]:
+        n = state["n"] + 1
+        out = {"n": n, "flag": None if n % 2 else True, "note": {"at": n, "t": [n]}}
+        return {**out, "log": [f"s{n}"]} if appending else out
+
+    builder = StateGraph(Appended)
+    builder.add_node("step", step)
+    builder.add_edge(START, "step")
+    builder.add_conditional_edges("step", lambda s: "step" if s["n"] < 6 else END)
+    return builder
+
+
+class Counter(TypedDict):
+    x: int
+
+
+def _wide_counter() -> Any:
+    """A 30-node chain of one int channel (no delta channel)."""
+    builder = StateGraph(Counter)
+    for name in NODES:
+        builder.add_node(name, lambda s: {"x": s["x"] + 1})
+    builder.add_edge(START, NODES[0])
+    for a, b in zip(NODES, NODES[1:], strict=False):
+        builder.add_edge(a, b)
+    builder.add_edge(NODES[-1], END)
+    return builder
+
+
+@pytest.mark.parametrize("shape", ["narrow", "appending", "wide", "wide appending"])
+@pytest.mark.parametrize("ttl", [None, 60.0])
+def test_the_one_pass_save_stores_exactly_what_the_general_save_stores(
+    shape: str, ttl: float | None, monkeypatch: pytest.MonkeyPatch
+):
+    """The same runs (seeded versions) with the one-pass save and with it
+    turned off store the same tables, ids and times aside; and the one-pass
+    save did make the loop's steps (a TTL leaves them all to the general one)."""
+    builder, first = {
+        "narrow": (_mixed_graph(), {"n": 0}),
+        "appending": (_mixed_graph(appending=True), {"n": 0, "log": []}),
+        "wide": (_wide_counter(), {"x": 0}),
+        "wide appending": (chain(NODES), {"x": 0, "log": []}),
+    }[shape]
+    inputs = [first, dict(first)]  # a second run on the thread
+    made: list[bool] = []
+    own = InMemorySaver._put_usual_loop_step
+
+    def counted(self: InMemorySaver, *args: Any) -> bool:
+        made.append(own(self, *args))
+        return made[-1]
+
+    tables = []
+    for one_pass in (True, False):
+        if one_pass:
+            monkeypatch.setattr(InMemorySaver, "_put_usual_loop_step", counted)
+        else:
+            monkeypatch.setattr(
+                InMemorySaver, "_put_usual_loop_step", lambda self, *args: False
+            )
+        random.seed(7)
+        saver = InMemorySaver(default_ttl=ttl)
+        graph = builder.compile(checkpointer=saver)
+        outputs = [graph.invoke(inp, thread()) for inp in inputs]
+        tables.append((outputs, _tables(saver)))
+    assert tables[0] == tables[1]
+    if ttl is not None:
+        assert True not in made
+    elif shape in ("narrow", "wide"):  # all but each run's input checkpoint
+        assert made.count(True) == len(made) - len(inputs)
+
+
+def test_the_one_pass_save_refuses_a_stale_head_and_stores_nothing():
+    saver = InMemorySaver()
+    graph = _mixed_graph().compile(checkpointer=saver)
+    graph.invoke({"n": 0, "log": []}, thread())
+    head = saver.get_tuple(thread())
+    assert head is not None
+    before = _tables(saver)
+    checkpoint = copy.deepcopy(head.checkpoint)
+    checkpoint["id"] = "ffffffff-ffff-6fff-8fff-ffffffffffff"
+    stale = {
+        "configurable": {
+            "thread_id": "t1",
+            "checkpoint_ns": "",
+            "checkpoint_id": head.parent_config["configurable"]["checkpoint_id"],  # type: ignore[index]
+            EXPECTED_HEAD: "not the head",
+        }
+    }
+    with pytest.raises(CheckpointConflictError):
+        saver.put_loop_step(
+            stale, [], checkpoint, PlainDict(source="loop", step=9), {"n": "x"}
+        )
+    assert _tables(saver) == before
