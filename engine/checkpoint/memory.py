@@ -631,26 +631,70 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
 
     def _apply(self, plan: _Plan) -> None:
         """Store a planned put (lock held)."""
-        self.blobs.update(plan.blobs)
-        self.storage.setdefault(plan.thread_id, {}).setdefault(plan.ns, {})[
-            plan.checkpoint_id
-        ] = plan.row
+        self._keep(
+            plan.thread_id,
+            plan.ns,
+            plan.checkpoint_id,
+            plan.row,
+            plan.blobs,
+            plan.shared,
+        )
         place = (plan.thread_id, plan.ns)
-        if plan.shared is not None:
-            self._last.pop(place, None)  # newest last
-            self._last[place] = plan.shared
-            if len(self._last) > _LAST_PLACES:
-                del self._last[next(iter(self._last))]
         self._inputs.pop(place, None)  # for the very next save only
         if plan.inputs is not None:
             self._inputs[place] = plan.inputs
             if len(self._inputs) > _LAST_PLACES:
                 del self._inputs[next(iter(self._inputs))]
-        head = self._heads.get(place)
-        if head is not None and plan.checkpoint_id > head:
-            self._heads[place] = plan.checkpoint_id
         if self.default_ttl is not None:
             self.deadlines[plan.thread_id] = ttl_deadline(self.default_ttl)  # type: ignore[assignment]
+
+    def _keep(
+        self,
+        thread_id: str,
+        ns: str,
+        checkpoint_id: str,
+        row: _Row,
+        blobs: dict[tuple[str, str, str, str], _Kept],
+        shared: Any,
+    ) -> None:
+        """Store a checkpoint's row and new values, and what the thread's next
+        compact structure may share (lock held)."""
+        self.blobs.update(blobs)
+        self.storage.setdefault(thread_id, {}).setdefault(ns, {})[checkpoint_id] = row
+        place = (thread_id, ns)
+        if shared is not None:
+            self._last.pop(place, None)  # newest last
+            self._last[place] = shared
+            if len(self._last) > _LAST_PLACES:
+                del self._last[next(iter(self._last))]
+        head = self._heads.get(place)
+        if head is not None and checkpoint_id > head:
+            self._heads[place] = checkpoint_id
+
+    def _encode_step_writes(
+        self,
+        task_writes: Sequence[tuple[str, str, Sequence[tuple[str, Any]]]],
+        parent_id: str | None,
+    ) -> builtins.list[tuple[str, str, builtins.list[tuple[int, str, Any]]]]:
+        """A step's last task writes, encoded (none for a first checkpoint,
+        which has no parent to write against)."""
+        return [
+            (task_id, path, self._encode_writes(writes))
+            for task_id, path, writes in (task_writes if parent_id is not None else ())
+        ]
+
+    def _store_step_writes(
+        self,
+        thread_id: str,
+        ns: str,
+        parent_id: str | None,
+        encoded: builtins.list[tuple[str, str, builtins.list[tuple[int, str, Any]]]],
+    ) -> None:
+        """Keep a step's encoded writes for the checkpoint before it (lock held)."""
+        if parent_id is None:  # a first checkpoint: none were encoded
+            return
+        for task_id, path, task_encoded in encoded:
+            self._store_at((thread_id, ns, parent_id), task_encoded, task_id, path)
 
     def put_writes(
         self,
@@ -799,19 +843,17 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             or not thread_id
             or metadata.get("source") != "loop"
             or "channel_deltas" in checkpoint
-            or place in self._inputs
         ):
             return False
         parent_id = conf.get(CONFIG_KEY_CHECKPOINT_ID)
-        encoded = [
-            (task_id, path, self._encode_writes(writes))
-            for task_id, path, writes in (task_writes if parent_id is not None else ())
-        ]
+        encoded = self._encode_step_writes(task_writes, parent_id)
         values = checkpoint.get("channel_values", {})
         versions = checkpoint.get("channel_versions", {})
         # None values stay in the row (see ``_plan_put``): no value record
         nil = [c for c, v in values.items() if v is None and c in versions]
         with self.lock:
+            if place in self._inputs:  # its values may be read from the input's
+                return False
             self.leases.check_held(thread_id, conf.get(HELD_LEASE))
             if EXPECTED_HEAD in conf:
                 head = self._head(thread_id, ns) or None
@@ -832,23 +874,8 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             if structure is None:
                 return False
             row = self._row(structure, metadata, parent_id, checkpoint, shared)
-            checkpoint_id = checkpoint["id"]
-            if shared is not None:
-                self._last.pop(place, None)  # newest last
-                self._last[place] = shared
-                if len(self._last) > _LAST_PLACES:
-                    del self._last[next(iter(self._last))]
-            stored.update(blobs)
-            self.storage.setdefault(thread_id, {}).setdefault(ns, {})[checkpoint_id] = (
-                row
-            )
-            head = self._heads.get(place)
-            if head is not None and checkpoint_id > head:
-                self._heads[place] = checkpoint_id
-            if encoded:  # the step's writes belong to the checkpoint before it
-                before = (thread_id, ns, parent_id)
-                for task_id, path, task_encoded in encoded:
-                    self._store_at(before, task_encoded, task_id, path)
+            self._keep(thread_id, ns, checkpoint["id"], row, blobs, shared)
+            self._store_step_writes(thread_id, ns, parent_id, encoded)
         return True
 
     def _put_step(
@@ -862,19 +889,13 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
     ) -> _Plan:
         conf = config.get("configurable", {})
         parent_id = conf.get(CONFIG_KEY_CHECKPOINT_ID)
-        encoded = [
-            (task_id, path, self._encode_writes(writes))
-            for task_id, path, writes in (task_writes if parent_id is not None else ())
-        ]
+        encoded = self._encode_step_writes(task_writes, parent_id)
         with self.lock:
             plan = self._plan_put(
                 config, checkpoint, metadata, new_versions, {}, {}, loop
             )
             self._apply(plan)
-            if encoded:  # the step's writes belong to the checkpoint before it
-                parent = (plan.thread_id, plan.ns, parent_id)
-                for task_id, path, task_encoded in encoded:
-                    self._store_at(parent, task_encoded, task_id, path)
+            self._store_step_writes(plan.thread_id, plan.ns, parent_id, encoded)
             return plan
 
     def put_steps(
