@@ -10,7 +10,7 @@ from engine._internal._typing import MISSING
 from engine.types import StreamMode
 
 __all__ = (
-    "format_chunk",
+    "chunk_shaper",
     "format_part",
     "keyed_update",
     "map_input",
@@ -70,18 +70,47 @@ def keyed_update(
     return writes_update(writes, keys)
 
 
-def format_chunk(
-    ns: tuple[str, ...],
-    mode: str,
-    payload: Any,
+def chunk_shaper(
+    own: tuple[str, ...],
+    modes: frozenset[str] | set[str],
+    skip: Any,
     *,
     single_mode: bool,
     subgraphs: bool,
-) -> Any:
-    """A stream chunk as ``stream()`` yields it for the requested shape."""
+) -> Callable[[tuple[tuple[str, ...], str, Any]], Any]:
+    """How ``stream()`` turns the loop's ``(ns, mode, payload)`` chunks into what
+    it yields for the requested shape: the payload (one mode), ``(mode,
+    payload)`` (several), with the namespace first when ``subgraphs``; ``skip``
+    for a chunk of a mode not asked for, or of a subgraph when ``subgraphs`` is
+    off (``own`` is the run's namespace). One function per shape, chosen once:
+    it runs for every chunk."""
+    if subgraphs:
+        if single_mode:
+
+            def one_mode_subgraphs(chunk: Any) -> Any:
+                ns, mode, payload = chunk
+                return (ns, payload) if mode in modes else skip
+
+            return one_mode_subgraphs
+
+        def modes_subgraphs(chunk: Any) -> Any:
+            ns, mode, payload = chunk
+            return (ns, mode, payload) if mode in modes else skip
+
+        return modes_subgraphs
     if single_mode:
-        return (ns, payload) if subgraphs else payload
-    return (ns, mode, payload) if subgraphs else (mode, payload)
+
+        def one_mode(chunk: Any) -> Any:
+            ns, mode, payload = chunk
+            return payload if ns == own and mode in modes else skip
+
+        return one_mode
+
+    def several_modes(chunk: Any) -> Any:
+        ns, mode, payload = chunk
+        return (mode, payload) if ns == own and mode in modes else skip
+
+    return several_modes
 
 
 Mapper = Callable[[dict[str, Any]], Any]

@@ -24,7 +24,7 @@ from engine.pregel._drive import (
     make_loop,
     parent_sink,
 )
-from engine.pregel._io import Mapper, format_chunk, format_part, stream_modes
+from engine.pregel._io import Mapper, chunk_shaper, format_part, stream_modes
 from engine.pregel._lease import OnBusy, with_on_busy
 from engine.pregel._loop import PregelLoop, StreamChunk
 from engine.pregel._persist import LANE_DELAY, SyncPersistence
@@ -143,26 +143,24 @@ class RunMethods(CompiledGraph):
             loop.stream_keys = output_keys  # values chunks of those keys
             loop.update_keys = _key_set(output_keys)  # and updates of those keys
         own = loop.ns
-        if _is_v2(version):
-            mappers = self._part_mappers(output_keys)
+        live = self._as_pregel.stream_eager or bool(modes & _LIVE_MODES)
+        if not _is_v2(version):
+            return (
+                loop,
+                chunk_shaper(
+                    own, modes, _SKIP, single_mode=single, subgraphs=subgraphs
+                ),
+                live,
+            )
+        mappers = self._part_mappers(output_keys)
 
-            def shape(chunk: StreamChunk) -> Any:
-                ns, mode, payload = chunk
-                if (ns != own and not subgraphs) or mode not in modes:
-                    return _SKIP
-                return format_part(ns, mode, payload, *(mappers if ns == own else ()))
+        def part(chunk: StreamChunk) -> Any:
+            ns, mode, payload = chunk
+            if (ns != own and not subgraphs) or mode not in modes:
+                return _SKIP
+            return format_part(ns, mode, payload, *(mappers if ns == own else ()))
 
-        else:
-
-            def shape(chunk: StreamChunk) -> Any:
-                ns, mode, payload = chunk
-                if (ns != own and not subgraphs) or mode not in modes:
-                    return _SKIP
-                return format_chunk(
-                    ns, mode, payload, single_mode=single, subgraphs=subgraphs
-                )
-
-        return loop, shape, self._as_pregel.stream_eager or bool(modes & _LIVE_MODES)
+        return loop, part, live
 
     def _part_mappers(
         self, output_keys: str | Sequence[str] | None
