@@ -105,7 +105,11 @@ def _setup(saver: Any) -> Any:
 def sqlite_saver(lib: Lib, path: Path) -> Iterator[Any]:
     cls = lib.get("checkpoint.sqlite", "SqliteSaver")
     if hasattr(cls, "from_conn_string"):
-        with cls.from_conn_string(str(path)) as saver:
+        # LangGraph's saver keeps SQLite's FULL sync; the engine's defaults to
+        # NORMAL (BENCH_SQLITE_SYNC=FULL compares at the same durability)
+        level = os.environ.get("BENCH_SQLITE_SYNC")
+        extra = {"synchronous": level} if level and lib.name == ENGINE else {}
+        with cls.from_conn_string(str(path), **extra) as saver:
             yield _setup(saver)
     else:
         conn = sqlite3.connect(str(path), check_same_thread=False)

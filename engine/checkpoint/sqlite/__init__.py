@@ -6,7 +6,10 @@ transaction: writes use ``BEGIN IMMEDIATE``, which also serializes writers
 across processes (the fencing check runs under that lock), reads get a
 consistent snapshot. ``synchronous=NORMAL`` (set by :meth:`from_conn_string`)
 keeps every commit across a process crash; a power loss may drop the last
-commits but never corrupts the file.
+commits but never corrupts the file. ``from_conn_string(path,
+synchronous="FULL")`` syncs the log at every commit instead, as LangGraph's
+SQLite saver does (SQLite's default): a commit then survives a power loss too,
+and a short invoke costs about twice as long (``benchmarks/README.md``).
 
 The tables are created (and upgraded after an engine upgrade) on the saver's
 first use, as LangGraph's SQLite savers do; :meth:`SqliteSaver.setup` does it
@@ -36,7 +39,7 @@ from engine.checkpoint._sqlcore.saver import (
 from engine.checkpoint.serde.base import SerializerProtocol
 from engine.checkpoint.sqlite._sql import CREATE_MIGRATIONS_TABLE, DIALECT, MIGRATIONS
 
-__all__ = ("SqliteSaver", "connect", "migrate")
+__all__ = ("SYNCHRONOUS_LEVELS", "SqliteSaver", "connect", "migrate", "sync_level")
 
 T = TypeVar("T")
 
@@ -44,11 +47,32 @@ BUSY_TIMEOUT = 30.0
 """Seconds a writer waits for another process's write transaction to finish."""
 
 
-def connect(conn_string: str) -> sqlite3.Connection:
-    """A connection configured for the savers: WAL, NORMAL sync, explicit transactions.
+SYNCHRONOUS_LEVELS = ("NORMAL", "FULL", "EXTRA")
+"""The ``PRAGMA synchronous`` levels :func:`connect` takes. ``NORMAL`` (the
+default) keeps every commit across a process crash; a power loss may drop the
+last commits, never corrupt the file. ``FULL`` (SQLite's own default, which
+LangGraph's savers keep) and ``EXTRA`` sync the write-ahead log at every commit.
+``OFF`` is refused: a power loss could then corrupt the file."""
+
+
+def sync_level(synchronous: str) -> str:
+    """``synchronous`` checked against :data:`SYNCHRONOUS_LEVELS` (any case), upper-cased."""
+    level = synchronous.upper() if isinstance(synchronous, str) else synchronous
+    if level not in SYNCHRONOUS_LEVELS:
+        raise ValueError(
+            f"synchronous must be one of {', '.join(SYNCHRONOUS_LEVELS)}, got "
+            f"{synchronous!r} (OFF is refused: a power loss could corrupt the file)"
+        )
+    return level
+
+
+def connect(conn_string: str, *, synchronous: str = "NORMAL") -> sqlite3.Connection:
+    """A connection configured for the savers: WAL, ``synchronous`` (see
+    :data:`SYNCHRONOUS_LEVELS`), explicit transactions.
 
     ``conn_string`` is a file path, ``":memory:"`` or a ``file:`` URI.
     """
+    level = sync_level(synchronous)  # before anything is opened
     conn = sqlite3.connect(
         conn_string,
         check_same_thread=False,
@@ -57,7 +81,7 @@ def connect(conn_string: str) -> sqlite3.Connection:
         uri=conn_string.startswith("file:"),
     )
     conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute(f"PRAGMA synchronous={level}")
     return conn
 
 
@@ -138,12 +162,17 @@ class SqliteSaver(SqlCheckpointSaver):
 
     @classmethod
     @contextmanager
-    def from_conn_string(cls, conn_string: str, **kwargs: Any) -> Iterator[SqliteSaver]:
+    def from_conn_string(
+        cls, conn_string: str, *, synchronous: str = "NORMAL", **kwargs: Any
+    ) -> Iterator[SqliteSaver]:
         """A saver on a new connection (a file path or ``":memory:"``), closed on exit.
 
-        Keyword arguments go to the constructor (``serde``, ``default_ttl``).
+        ``synchronous``: ``"NORMAL"`` (default) or ``"FULL"``/``"EXTRA"``, which
+        sync every commit to disk as LangGraph's SQLite saver does (see
+        :data:`SYNCHRONOUS_LEVELS`). Other keyword arguments go to the
+        constructor (``serde``, ``default_ttl``).
         """
-        conn = connect(conn_string)
+        conn = connect(conn_string, synchronous=synchronous)
         saver = cls(conn, **kwargs)
         try:
             yield saver

@@ -19,6 +19,7 @@ import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, TypeVar
 
 from engine.checkpoint._sqlcore.dialect import Op
@@ -57,10 +58,13 @@ class AsyncSqliteSaver(SqlCheckpointSaver):
     @classmethod
     @asynccontextmanager
     async def from_conn_string(
-        cls, conn_string: str, **kwargs: Any
+        cls, conn_string: str, *, synchronous: str = "NORMAL", **kwargs: Any
     ) -> AsyncIterator[AsyncSqliteSaver]:
-        """A saver on a new connection (a file path or ``":memory:"``), closed on exit."""
-        conn = await asyncio.to_thread(connect, conn_string)
+        """A saver on a new connection (a file path or ``":memory:"``), closed on exit;
+        ``synchronous`` as for :meth:`SqliteSaver.from_conn_string`."""
+        conn = await asyncio.to_thread(
+            partial(connect, conn_string, synchronous=synchronous)
+        )
         saver = cls(conn, **kwargs)
         try:
             yield saver

@@ -121,9 +121,11 @@ class SqliteStore(BaseStore):
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        synchronous: str = "NORMAL",
     ) -> Iterator[SqliteStore]:
-        """A store on a new connection (a file path or ``":memory:"``), closed on exit."""
-        conn = connect(conn_string)
+        """A store on a new connection (a file path or ``":memory:"``), closed on exit;
+        ``synchronous`` as for ``SqliteSaver.from_conn_string``."""
+        conn = connect(conn_string, synchronous=synchronous)
         store = cls(conn, index=index, ttl=ttl)
         try:
             yield store

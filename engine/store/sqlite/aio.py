@@ -17,6 +17,7 @@ import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from engine.store._sweeper import AsyncTTLSweeper, sweep_interval
@@ -65,11 +66,15 @@ class AsyncSqliteStore(AsyncBatchedBaseStore):
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        synchronous: str = "NORMAL",
     ) -> AsyncIterator[AsyncSqliteStore]:
-        """A store on a new connection (a file path or ``":memory:"``), closed on exit."""
+        """A store on a new connection (a file path or ``":memory:"``), closed on exit;
+        ``synchronous`` as for ``SqliteSaver.from_conn_string``."""
         from engine.checkpoint.sqlite import connect  # noqa: PLC0415
 
-        conn = await asyncio.to_thread(connect, conn_string)
+        conn = await asyncio.to_thread(
+            partial(connect, conn_string, synchronous=synchronous)
+        )
         try:
             store = cls(conn, index=index, ttl=ttl)
         except BaseException:
