@@ -79,3 +79,89 @@ def test_off_and_unknown_levels_are_refused_before_opening(
     with pytest.raises(ValueError, match="OFF is refused"), store:
         pass
     assert not path.exists()
+
+
+# -- lease changes commit without a sync ---------------------------------------------
+
+
+def traced(conn: sqlite3.Connection) -> list[str]:
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    return statements
+
+
+def sync_changes(statements: list[str]) -> list[str]:
+    return [s for s in statements if s.upper().startswith("PRAGMA SYNCHRONOUS=")]
+
+
+def test_lease_changes_commit_at_normal_and_saves_at_full(tmp_path: Path) -> None:
+    """At FULL, a transaction that only takes, renews or gives back a lease
+    commits at NORMAL (the level is lowered before BEGIN and restored after
+    COMMIT); a save, with or without the lease given back in it, stays FULL."""
+    with SqliteSaver.from_conn_string(
+        str(tmp_path / "a.db"), synchronous="FULL"
+    ) as saver:
+        saver.setup()
+        statements = traced(saver.conn)
+        config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+        saver.acquire_lease_and_get_tuple(config, "h", 30.0)
+        assert sync_changes(statements) == [
+            "PRAGMA synchronous=1",
+            "PRAGMA synchronous=2",
+        ]
+        lowered = statements.index("PRAGMA synchronous=1")
+        assert statements[lowered + 1] == "BEGIN IMMEDIATE"
+        assert statements.index("COMMIT") < statements.index("PRAGMA synchronous=2")
+        assert level_of(saver.conn) == "FULL"
+
+        statements.clear()
+        assert saver.renew_lease("t", "", "h", 30.0)
+        saver.release_lease("t", "", "h")
+        assert (
+            sync_changes(statements)
+            == ["PRAGMA synchronous=1", "PRAGMA synchronous=2"] * 2
+        )
+
+        statements.clear()
+        saver.put(
+            {"configurable": {"thread_id": "t", "checkpoint_ns": ""}},
+            {
+                "v": 4,
+                "id": "1ef0",
+                "ts": "2026-12-05T00:00:00+00:00",
+                "channel_values": {"x": 1},
+                "channel_versions": {"x": "1"},
+                "versions_seen": {},
+            },
+            {"source": "input", "step": -1},
+            {"x": "1"},
+        )
+        assert "BEGIN IMMEDIATE" in statements
+        assert sync_changes(statements) == []  # the save commits at FULL
+        assert level_of(saver.conn) == "FULL"
+
+
+def test_level_is_restored_when_a_lease_change_fails(tmp_path: Path) -> None:
+    with SqliteSaver.from_conn_string(
+        str(tmp_path / "a.db"), synchronous="EXTRA"
+    ) as saver:
+        saver.setup()
+        saver.conn.execute("DROP TABLE engine_thread_leases")
+        with pytest.raises(sqlite3.OperationalError):
+            saver.renew_lease("t", "", "h", 30.0)
+        assert level_of(saver.conn) == "EXTRA"
+        assert not saver.conn.in_transaction
+
+
+def test_at_normal_lease_changes_set_no_level(tmp_path: Path) -> None:
+    with SqliteSaver.from_conn_string(str(tmp_path / "a.db")) as saver:
+        saver.setup()
+        statements = traced(saver.conn)
+        saver.acquire_lease("t", "", "h", 30.0)
+        saver.release_lease("t", "", "h")
+        saver.acquire_lease("t", "", "h", 30.0)
+        assert sync_changes(statements) == []
+        # the level is read once, at the first lease change
+        reads = [s for s in statements if s.upper() == "PRAGMA SYNCHRONOUS"]
+        assert len(reads) == 1
+        assert level_of(saver.conn) == "NORMAL"

@@ -43,6 +43,11 @@ __all__ = ("SYNCHRONOUS_LEVELS", "SqliteSaver", "connect", "migrate", "sync_leve
 
 T = TypeVar("T")
 
+_LEASE_ONLY = DIALECT.sql["lease_commit_early"]
+"""The first statement of a transaction that only changes a lease (see ``_run``)."""
+_NORMAL = 1
+"""``PRAGMA synchronous`` NORMAL as a number (what the pragma reads back)."""
+
 BUSY_TIMEOUT = 30.0
 """Seconds a writer waits for another process's write transaction to finish."""
 
@@ -159,6 +164,9 @@ class SqliteSaver(SqlCheckpointSaver):
         self.conn = conn
         self.lock = threading.RLock()
         self.is_setup = False
+        self._syncs_hard: bool | None = None
+        """Whether the connection syncs harder than NORMAL (read at the first
+        lease change; once read as NORMAL or lower, not read again)."""
 
     @classmethod
     @contextmanager
@@ -236,8 +244,29 @@ class SqliteSaver(SqlCheckpointSaver):
         if not self.is_setup:
             self.setup()
         conn = self.conn
+        # The transaction starts with the first statement: one that only
+        # changes a lease (its first is the dialect's marker) commits at sync
+        # level NORMAL when the connection syncs harder (FULL, EXTRA): a lease
+        # row lost to a power loss is harmless (its holder is gone too, and a
+        # save checks its lease in the save's own transaction), and SQLite
+        # changes the level only outside a transaction.
+        started = False
+        restore: int | None = None
 
         def execute(stmt: Stmt) -> Rows | None:
+            nonlocal started, restore
+            if not started:
+                started = True
+                if stmt.sql == _LEASE_ONLY:
+                    if self._syncs_hard is not False:  # read once when NORMAL
+                        level = conn.execute("PRAGMA synchronous").fetchone()[0]
+                        self._syncs_hard = level > _NORMAL
+                        if self._syncs_hard:
+                            conn.execute(f"PRAGMA synchronous={_NORMAL}")
+                            restore = level
+                    conn.execute("BEGIN IMMEDIATE")
+                    return None
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             if stmt.many is not None:
                 conn.executemany(stmt.sql, stmt.many)
                 return None
@@ -246,11 +275,6 @@ class SqliteSaver(SqlCheckpointSaver):
 
         def begin() -> None:
             self.lock.acquire()  # taken only now: structures were serialized without it
-            try:
-                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            except BaseException:
-                self.lock.release()
-                raise
 
         def end(ok: bool) -> None:
             try:
@@ -263,7 +287,11 @@ class SqliteSaver(SqlCheckpointSaver):
                 else:
                     _rollback(conn)
             finally:
-                self.lock.release()
+                try:
+                    if restore is not None:
+                        conn.execute(f"PRAGMA synchronous={restore}")
+                finally:
+                    self.lock.release()
 
         try:
             return drive(op, partial(run_each, execute), begin, end)

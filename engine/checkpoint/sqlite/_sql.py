@@ -141,6 +141,11 @@ LEASE_STATEMENTS = {
         "SELECT holder, expires_at FROM engine_thread_leases "
         "WHERE thread_id = %s AND checkpoint_ns = %s"
     ),
+    # A marker, never run: ``SqliteSaver._run`` lowers the connection's sync
+    # level to NORMAL around a transaction that starts with it (SQLite changes
+    # the level only outside a transaction), as Postgres commits a lease change
+    # without waiting for durability. Harmless if it were run.
+    "lease_commit_early": "SELECT 'a lease change: committed without a sync'",
     "lease_holder_and_head": (
         "SELECT (SELECT holder FROM engine_thread_leases "
         "WHERE thread_id = %s AND checkpoint_ns = %s), "
