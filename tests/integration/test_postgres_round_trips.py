@@ -2,8 +2,10 @@
 
 A relay in front of the server counts a round trip each time the client sends
 after it last heard from the server (``tests/_support/pg_round_trips.py``). A
-run on a thread costs one round trip to take the thread's lease, two to read the thread, one to give the lease back,
-and at most one per checkpoint it saves: a step's writes, its values and its
+run on a thread costs one round trip to take the thread's lease, two to read the
+thread (one when the saver saved the thread's head itself: it sends the reads of
+that head with the take), one to give the lease back, and at most one per
+checkpoint it saves: a step's writes, its values and its
 checkpoint go in one pipeline with their commit. With ``durability="sync"``
 every save is its own round trip; with the default (``"async"``) saves that
 queue up behind a slow commit go together, so a run costs no more, often less.
@@ -21,6 +23,7 @@ import pytest
 
 from engine.checkpoint.postgres import PostgresSaver
 from engine.graph import END, START, StateGraph, add_messages
+from engine.types import Command, interrupt
 from tests._support.pg_round_trips import ClientMessages, RoundTripRelay
 from tests._support.postgres import fresh_database, pg_dsn
 
@@ -183,6 +186,50 @@ def test_reading_a_thread_and_taking_its_lease_cost_what_they_say(relay) -> None
         )
         assert taken.holder == "run" and saved is not None
         assert 1 <= trips <= 2  # take, lease row, head row; values and writes
+
+
+def _asking() -> Any:
+    """A node that asks a human each time round (``interrupt``)."""
+
+    def ask(state: LoopState) -> dict[str, Any]:
+        return {"n": state["n"] + interrupt({"question": state["n"]})}
+
+    def route(state: LoopState) -> str:
+        return "ask" if state["n"] < state["limit"] else END
+
+    builder = StateGraph(LoopState)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    builder.add_conditional_edges("ask", route)
+    return builder
+
+
+def test_a_resume_costs_two_round_trips_on_the_saver_that_saved_the_head(
+    relay,
+) -> None:
+    """Resumed by the saver that saved the pause: one round trip takes the lease
+    and reads the head with its values and writes (the saver sends the reads
+    of the head it saved with the take), one saves and gives the lease back."""
+    with PostgresSaver.from_conn_string(relay.dsn) as saver:
+        saver.setup()
+        graph = _asking().compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "ask"}}
+        graph.invoke({"n": 0, "limit": 1000}, config)
+        graph.invoke(Command(resume=1), config)  # warm: prepared statements
+        resumes = itertools.count(1)
+        trips, out = _least_trips(
+            relay, lambda: graph.invoke(Command(resume=next(resumes)), config)
+        )
+        assert 1 <= trips <= 2
+        assert out["n"] == 1 + sum(range(1, 1 + REPEATS))
+
+        trips, (taken, saved) = _least_trips(
+            relay, lambda: saver.acquire_lease_and_get_tuple(config, "me", 30)
+        )
+        assert taken.holder == "me" and saved is not None
+        assert trips == 1
+        assert saved.pending_writes  # the pause's interrupt, read with the take
+        saver.release_lease("ask", "", "me")
 
 
 def test_opening_and_closing_a_connection_is_no_round_trip(relay) -> None:

@@ -52,22 +52,38 @@ def acquire_and_read(
     holder: str,
     seconds: float,
     now: datetime,
-) -> Op[tuple[ThreadLease | None, CheckpointTuple | None]]:
+    guess: reads.HeadGuess | None = None,
+) -> Op[tuple[ThreadLease | None, CheckpointTuple | None | reads.Missed]]:
     """:func:`acquire` and, when the lease is this holder's, the checkpoint
     ``config`` addresses, in one transaction: the take and the checkpoint row
     go in one round trip, its values and writes in a second. When another
     holder's lease runs, its lease row is read instead (the tuple is None).
+
+    ``guess``: the thread's head as the saver last saved it, for a ``config``
+    that reads the newest checkpoint. Its values and writes then go with the
+    take, and the transaction commits in that one round trip; the tuple is
+    :data:`reads.MISSED` when the head is another (the caller reads it anew).
     """
     seconds = check_seconds(seconds)
     thread_id, checkpoint_ns = lease_key_of(config)
     yield from _commit_early(d)
     read = reads.checkpoint_row(d, config, now)
-    taken, checkpoint_rows = yield (
-        Stmt(
-            d["lease_acquire"], (thread_id, checkpoint_ns, holder, seconds), fetch=True
-        ),
-        read,
+    take = Stmt(
+        d["lease_acquire"], (thread_id, checkpoint_ns, holder, seconds), fetch=True
     )
+    if guess is not None and reads.reads_newest(config):
+        lease_row = Stmt(d["lease_get"], (thread_id, checkpoint_ns), fetch=True)
+        taken, checkpoint_rows, row, *results = yield (
+            take,
+            read,
+            lease_row,
+            *reads.head_guess_stmts(d, guess),
+        )
+        lease = _lease_of(thread_id, checkpoint_ns, taken or row)
+        if not taken:  # another holder's lease runs (or none: try again)
+            return lease, None
+        return lease, reads.tuple_of_guess(serde, checkpoint_rows, guess, results)
+    taken, checkpoint_rows = yield (take, read)
     if not taken:  # another holder's lease runs: who, and until when
         return (yield from _holder(d, thread_id, checkpoint_ns)), None
     taken_lease = _lease_of(thread_id, checkpoint_ns, taken)

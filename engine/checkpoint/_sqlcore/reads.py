@@ -51,13 +51,20 @@ from engine.checkpoint.serde.base import SerializerProtocol
 from engine.errors import SerializationError
 
 __all__ = (
+    "MISSED",
     "PAGE_SIZE",
+    "HeadGuess",
     "ListCursor",
+    "Missed",
+    "assemble_tuples",
+    "checkpoints_of_rows",
     "get_tuple",
+    "head_guess_stmts",
     "list_page",
     "load_checkpoint",
     "stored_bytes",
     "summaries_page",
+    "tuple_of_guess",
 )
 
 PAGE_SIZE = 100
@@ -68,6 +75,23 @@ ListCursor = tuple[str, str, str]
 
 _BlobKey = tuple[str, str, str, str]
 _CheckpointKey = tuple[str, str, str]
+
+
+class Missed:
+    """The type of :data:`MISSED`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSED"
+
+
+MISSED = Missed()
+"""A guessed head read that did not match (see :func:`tuple_of_guess`)."""
+
+HeadGuess = tuple[str, str, str, frozenset[tuple[str, str, str, str]]]
+"""(thread_id, checkpoint_ns, checkpoint_id, value keys) of a thread's head as
+its saver last saved it: the keys of every channel version it records."""
 
 
 def get_tuple(
@@ -267,16 +291,7 @@ def load_tuples(
     transaction, so no child row can hold their writes (a child sorts after
     its parent): that lookup is left out.
     """
-    checkpoints: list[Checkpoint] = []
-    blob_keys: set[_BlobKey] = set()
-    for row in rows:
-        thread_id, ns, checkpoint_id = row[0], row[1], row[2]
-        checkpoint = load_checkpoint(serde, row)
-        checkpoints.append(checkpoint)
-        inline = checkpoint.get("channel_values") or {}
-        for channel, version in checkpoint["channel_versions"].items():
-            if channel not in inline:
-                blob_keys.add((thread_id, ns, channel, str(version)))
+    checkpoints, blob_keys = checkpoints_of_rows(serde, rows)
     keys_param = d.keys_param(sorted({(row[0], row[1], row[2]) for row in rows}), 3)
     writes_stmts: tuple[Stmt, ...] = (  # the operation's last: get_tuple's, a page's
         Stmt(d["writes_for_checkpoints"], keys_param, fetch=True, last=newest),
@@ -294,6 +309,40 @@ def load_tuples(
         blob_rows = []
         write_rows, *child = yield writes_stmts
     child_rows: Rows = child[0] if child else []
+    return assemble_tuples(
+        serde, rows, checkpoints, blob_rows, write_rows, child_rows, metadata
+    )
+
+
+def checkpoints_of_rows(
+    serde: SerializerProtocol, rows: Rows
+) -> tuple[list[Checkpoint], set[_BlobKey]]:
+    """The checkpoints of rows (values still to fill in) and the keys of the
+    values they need from the blobs table (those not inline in the row)."""
+    checkpoints: list[Checkpoint] = []
+    blob_keys: set[_BlobKey] = set()
+    for row in rows:
+        thread_id, ns = row[0], row[1]
+        checkpoint = load_checkpoint(serde, row)
+        checkpoints.append(checkpoint)
+        inline = checkpoint.get("channel_values") or {}
+        for channel, version in checkpoint["channel_versions"].items():
+            if channel not in inline:
+                blob_keys.add((thread_id, ns, channel, str(version)))
+    return checkpoints, blob_keys
+
+
+def assemble_tuples(
+    serde: SerializerProtocol,
+    rows: Rows,
+    checkpoints: list[Checkpoint],
+    blob_rows: Rows,
+    write_rows: Rows,
+    child_rows: Rows,
+    metadata: Sequence[CheckpointMetadata] | None = None,
+) -> list[CheckpointTuple]:
+    """Full tuples from checkpoint rows, their checkpoints
+    (:func:`checkpoints_of_rows`), and the value and write rows read for them."""
     blobs: dict[_BlobKey, BlobRecord] = {
         (b[0], b[1], b[2], b[3]): BlobRecord(
             b[4], b[5], bytes(b[6]), b[7], b[8], b[9], b[10], b[11]
@@ -325,6 +374,40 @@ def load_tuples(
             )
         )
     return result
+
+
+def head_guess_stmts(d: SqlDialect, guess: HeadGuess) -> tuple[Stmt, ...]:
+    """The reads a newest checkpoint needs, sent before its row is known, for
+    the head ``guess`` names: its values, then its writes (the operation's
+    last statement)."""
+    thread_id, ns, checkpoint_id, keys = guess
+    writes = Stmt(
+        d["writes_for_checkpoints"],
+        d.keys_param([(thread_id, ns, checkpoint_id)], 3),
+        fetch=True,
+        last=True,
+    )
+    if not keys:
+        return (writes,)
+    blobs = Stmt(d["blobs_for_keys"], d.keys_param(sorted(keys), 4), fetch=True)
+    return (blobs, writes)
+
+
+def tuple_of_guess(
+    serde: SerializerProtocol, rows: Rows, guess: HeadGuess, results: Sequence[Rows]
+) -> CheckpointTuple | None | Missed:
+    """The newest checkpoint's tuple from its row and what
+    :func:`head_guess_stmts` read (``results``, in order); :data:`MISSED` when
+    the row is not the guessed head or needs a value the guess did not read."""
+    if not rows:
+        return None
+    if rows[0][2] != guess[2]:
+        return MISSED
+    checkpoints, needed = checkpoints_of_rows(serde, rows)
+    if not needed <= guess[3]:
+        return MISSED
+    blob_rows, write_rows = results if len(results) == 2 else ([], results[0])
+    return assemble_tuples(serde, rows, checkpoints, blob_rows, write_rows, [])[0]
 
 
 def _pending_writes(

@@ -15,6 +15,11 @@ from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Protocol, TypeVar
 
+from engine._internal._constants import (
+    CONF,
+    CONFIG_KEY_CHECKPOINT_NS,
+    CONFIG_KEY_THREAD_ID,
+)
 from engine._internal._typing import RunnableConfig
 from engine.checkpoint._lease import ThreadLease
 from engine.checkpoint._sqlcore import lease, reads, retention, saves
@@ -140,6 +145,10 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+_GUESSED_HEADS = 1024
+"""Threads whose head a saver remembers as a guess (``guesses_heads``)."""
+
+
 class SqlCheckpointSaver(BaseCheckpointSaver):
     """The checkpoint API on a SQL database; subclasses supply the driver.
 
@@ -161,6 +170,36 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         super().__init__(serde=serde)
         self.default_ttl = default_ttl
         self._chains = saves.ChainBook()
+        self._heads: dict[tuple[str, str], reads.HeadGuess] = {}
+        """Per (thread, namespace), the head this saver last saved there (see
+        ``guesses_heads``); only a guess: a read checks it against the row."""
+
+    guesses_heads: ClassVar[bool] = False
+    """Whether taking a thread's lease also sends the reads of the head this
+    saver last saved there, so that a resumed run's lease and state come in
+    one round trip when no one else saved since (Postgres: one round trip
+    fewer an invoke; SQLite has none to save)."""
+
+    def _remember_heads(self, steps: Sequence[StepSave]) -> None:
+        """Keep the newest checkpoint each (thread, namespace) of ``steps``
+        saved as the guess of its head (see ``guesses_heads``)."""
+        if not self.guesses_heads:
+            return
+        heads = self._heads
+        for config, _writes, checkpoint, _metadata, _versions in steps:
+            if checkpoint is None:
+                continue
+            conf = config.get(CONF, {})
+            thread_id = str(conf.get(CONFIG_KEY_THREAD_ID))
+            ns = conf.get(CONFIG_KEY_CHECKPOINT_NS) or ""
+            keys = frozenset(
+                (thread_id, ns, channel, str(version))
+                for channel, version in checkpoint["channel_versions"].items()
+            )
+            heads.pop((thread_id, ns), None)  # newest last
+            heads[(thread_id, ns)] = (thread_id, ns, checkpoint["id"], keys)
+            if len(heads) > _GUESSED_HEADS:
+                del heads[next(iter(heads))]
 
     # -- drivers -------------------------------------------------------------------
 
@@ -290,6 +329,7 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         op = self._put(config, checkpoint, metadata, new_versions, staged=staged)
         result = self._run(op, write=True)
         self._chains.keep(staged)
+        self._remember_heads(((config, (), checkpoint, metadata, new_versions),))
         return result
 
     def put_writes(
@@ -318,6 +358,9 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         op = self._put(config, checkpoint, metadata, new_versions, task_writes, staged)
         result = self._run(op, write=True)
         self._chains.keep(staged)
+        self._remember_heads(
+            ((config, task_writes, checkpoint, metadata, new_versions),)
+        )
         return result
 
     releases_with_saves = True
@@ -341,6 +384,7 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         staged: saves.Staged = {}
         result = self._run(self._steps_op(steps, release, staged), write=True)
         self._chains.keep(staged)
+        self._remember_heads(steps)
         return result
 
     def _steps_op(
@@ -443,11 +487,11 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         self, config: RunnableConfig, holder: str, seconds: float
     ) -> tuple[ThreadLease, CheckpointTuple | None]:
         while True:  # again when the row was released between take and read
-            op = lease.acquire_and_read(
-                self.dialect, self.serde, config, holder, seconds, _now()
-            )
+            op = self._acquire_and_read(config, holder, seconds)
             try:
                 taken, saved = self._run(op, write=True)
+                if taken is not None and saved is reads.MISSED:
+                    saved = self.get_tuple(config)  # someone else saved since
             except BaseException:
                 # the take may have committed with the last read (Postgres sends
                 # the commit in that round trip) before the rows failed to load
@@ -455,7 +499,7 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
                     self.release_lease(*lease_key_of(config), holder)
                 raise
             if taken is not None:
-                return taken, saved
+                return taken, saved  # type: ignore[return-value]
 
     def renew_lease(
         self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
@@ -485,17 +529,28 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         self, config: RunnableConfig, holder: str, seconds: float
     ) -> tuple[ThreadLease, CheckpointTuple | None]:
         while True:  # again when the row was released between take and read
-            op = lease.acquire_and_read(
-                self.dialect, self.serde, config, holder, seconds, _now()
-            )
+            op = self._acquire_and_read(config, holder, seconds)
             try:
                 taken, saved = await self._arun(op, write=True)
+                if taken is not None and saved is reads.MISSED:
+                    saved = await self.aget_tuple(config)  # as in the sync twin
             except BaseException:
                 with suppress(Exception):  # as in the sync twin
                     await self.arelease_lease(*lease_key_of(config), holder)
                 raise
             if taken is not None:
-                return taken, saved
+                return taken, saved  # type: ignore[return-value]
+
+    def _acquire_and_read(
+        self, config: RunnableConfig, holder: str, seconds: float
+    ) -> Op[tuple[ThreadLease | None, CheckpointTuple | None | reads.Missed]]:
+        """The operation taking ``config``'s thread lease and reading its
+        checkpoint, with a guess of the head when the saver makes them
+        (``guesses_heads``: the head it last saved there)."""
+        guess = self._heads.get(lease_key_of(config)) if self.guesses_heads else None
+        return lease.acquire_and_read(
+            self.dialect, self.serde, config, holder, seconds, _now(), guess
+        )
 
     async def arenew_lease(
         self, thread_id: str, checkpoint_ns: str, holder: str, seconds: float
@@ -569,6 +624,7 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         op = self._put(config, checkpoint, metadata, new_versions, staged=staged)
         result = await self._arun(op, write=True)
         self._chains.keep(staged)
+        self._remember_heads(((config, (), checkpoint, metadata, new_versions),))
         return result
 
     async def aput_writes(
@@ -594,6 +650,9 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         op = self._put(config, checkpoint, metadata, new_versions, task_writes, staged)
         result = await self._arun(op, write=True)
         self._chains.keep(staged)
+        self._remember_heads(
+            ((config, task_writes, checkpoint, metadata, new_versions),)
+        )
         return result
 
     async def aput_steps(
@@ -607,6 +666,7 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         staged: saves.Staged = {}
         result = await self._arun(self._steps_op(steps, release, staged), write=True)
         self._chains.keep(staged)
+        self._remember_heads(steps)
         return result
 
     async def adelete_thread(self, thread_id: str) -> None:

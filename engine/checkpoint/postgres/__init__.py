@@ -118,6 +118,7 @@ class PostgresSaver(SqlCheckpointSaver):
     """
 
     dialect = DIALECT
+    guesses_heads = True  # a resumed run's lease and state in one round trip
 
     def __init__(
         self,

@@ -86,6 +86,7 @@ class AsyncPostgresSaver(SqlCheckpointSaver):
     """
 
     dialect = DIALECT
+    guesses_heads = True  # a resumed run's lease and state in one round trip
 
     def __init__(
         self,
