@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import suppress
 from datetime import UTC, datetime, timedelta
@@ -173,6 +174,7 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         self._heads: dict[tuple[str, str], reads.HeadGuess] = {}
         """Per (thread, namespace), the head this saver last saved there (see
         ``guesses_heads``); only a guess: a read checks it against the row."""
+        self._heads_lock = threading.Lock()  # saves come from several threads
 
     guesses_heads: ClassVar[bool] = False
     """Whether taking a thread's lease also sends the reads of the head this
@@ -196,10 +198,11 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
                 (thread_id, ns, channel, str(version))
                 for channel, version in checkpoint["channel_versions"].items()
             )
-            heads.pop((thread_id, ns), None)  # newest last
-            heads[(thread_id, ns)] = (thread_id, ns, checkpoint["id"], keys)
-            if len(heads) > _GUESSED_HEADS:
-                del heads[next(iter(heads))]
+            with self._heads_lock:
+                heads.pop((thread_id, ns), None)  # newest last
+                heads[(thread_id, ns)] = (thread_id, ns, checkpoint["id"], keys)
+                if len(heads) > _GUESSED_HEADS:
+                    del heads[next(iter(heads))]
 
     # -- drivers -------------------------------------------------------------------
 
