@@ -49,7 +49,11 @@ def outcomes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     def recorded(*args: Any) -> Any:
         result = real(*args)
         seen.append(
-            "missed" if result is reads.MISSED else "none" if result is None else "hit"
+            "missed"
+            if isinstance(result, reads.Missed)
+            else "none"
+            if result is None
+            else "hit"
         )
         return result
 

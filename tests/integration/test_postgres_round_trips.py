@@ -231,6 +231,17 @@ def test_a_resume_costs_two_round_trips_on_the_saver_that_saved_the_head(
         assert saved.pending_writes  # the pause's interrupt, read with the take
         saver.release_lease("ask", "", "me")
 
+        # another process resumed and paused it since: the guess misses, and the
+        # head read with the take needs one more round trip for its values
+        with PostgresSaver.from_conn_string(relay.dsn) as other:
+            _asking().compile(checkpointer=other).invoke(Command(resume=1), config)
+        relay.reset()
+        taken, saved = saver.acquire_lease_and_get_tuple(config, "me", 30)
+        assert taken.holder == "me" and saved is not None
+        assert 1 <= relay.round_trips <= 2
+        assert saved.checkpoint["channel_values"]["n"] == out["n"] + 1
+        saver.release_lease("ask", "", "me")
+
 
 def test_opening_and_closing_a_connection_is_no_round_trip(relay) -> None:
     # a pool opens and closes connections in the background, on its own clock

@@ -62,7 +62,10 @@ def acquire_and_read(
     ``guess``: the thread's head as the saver last saved it, for a ``config``
     that reads the newest checkpoint. Its values and writes then go with the
     take, and the transaction commits in that one round trip; the tuple is
-    :data:`reads.MISSED` when the head is another (the caller reads it anew).
+    :class:`reads.Missed` with the head's row when the head is another: the
+    caller reads that row's values and writes in a statement batch of its own,
+    as a take without a guess reads them after the row (on Postgres, under
+    READ COMMITTED, each statement sees what was committed before it).
     """
     seconds = check_seconds(seconds)
     thread_id, checkpoint_ns = lease_key_of(config)

@@ -51,7 +51,6 @@ from engine.checkpoint.serde.base import SerializerProtocol
 from engine.errors import SerializationError
 
 __all__ = (
-    "MISSED",
     "PAGE_SIZE",
     "HeadGuess",
     "ListCursor",
@@ -78,16 +77,18 @@ _CheckpointKey = tuple[str, str, str]
 
 
 class Missed:
-    """The type of :data:`MISSED`."""
+    """A guessed head read that did not match (see :func:`tuple_of_guess`):
+    the head's row, read with the lease, whose values and writes are still to
+    read (:func:`tuple_of_row`)."""
 
-    __slots__ = ()
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: Rows) -> None:
+        self.rows = rows
 
     def __repr__(self) -> str:
-        return "MISSED"
+        return f"Missed({len(self.rows)} row)"
 
-
-MISSED = Missed()
-"""A guessed head read that did not match (see :func:`tuple_of_guess`)."""
 
 HeadGuess = tuple[str, str, str, frozenset[tuple[str, str, str, str]]]
 """(thread_id, checkpoint_ns, checkpoint_id, value keys) of a thread's head as
@@ -397,15 +398,16 @@ def tuple_of_guess(
     serde: SerializerProtocol, rows: Rows, guess: HeadGuess, results: Sequence[Rows]
 ) -> CheckpointTuple | None | Missed:
     """The newest checkpoint's tuple from its row and what
-    :func:`head_guess_stmts` read (``results``, in order); :data:`MISSED` when
-    the row is not the guessed head or needs a value the guess did not read."""
+    :func:`head_guess_stmts` read (``results``, in order); :class:`Missed` with
+    the row when it is not the guessed head or needs a value the guess did not
+    read."""
     if not rows:
         return None
     if rows[0][2] != guess[2]:
-        return MISSED
+        return Missed(rows)
     checkpoints, needed = checkpoints_of_rows(serde, rows)
     if not needed <= guess[3]:
-        return MISSED
+        return Missed(rows)
     blob_rows, write_rows = results if len(results) == 2 else ([], results[0])
     return assemble_tuples(serde, rows, checkpoints, blob_rows, write_rows, [])[0]
 

@@ -493,8 +493,8 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
             op = self._acquire_and_read(config, holder, seconds)
             try:
                 taken, saved = self._run(op, write=True)
-                if taken is not None and saved is reads.MISSED:
-                    saved = self.get_tuple(config)  # someone else saved since
+                if taken is not None and isinstance(saved, reads.Missed):
+                    saved = self._run(self._read_missed(saved), write=False)
             except BaseException:
                 # the take may have committed with the last read (Postgres sends
                 # the commit in that round trip) before the rows failed to load
@@ -535,14 +535,19 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
             op = self._acquire_and_read(config, holder, seconds)
             try:
                 taken, saved = await self._arun(op, write=True)
-                if taken is not None and saved is reads.MISSED:
-                    saved = await self.aget_tuple(config)  # as in the sync twin
+                if taken is not None and isinstance(saved, reads.Missed):
+                    saved = await self._arun(self._read_missed(saved), write=False)
             except BaseException:
                 with suppress(Exception):  # as in the sync twin
                     await self.arelease_lease(*lease_key_of(config), holder)
                 raise
             if taken is not None:
                 return taken, saved  # type: ignore[return-value]
+
+    def _read_missed(self, missed: reads.Missed) -> Op[CheckpointTuple | None]:
+        """The values and writes of a head read with the lease that was not the
+        guessed one (someone else saved it): one more statement batch."""
+        return reads.tuple_of_row(self.dialect, self.serde, missed.rows, newest=True)
 
     def _acquire_and_read(
         self, config: RunnableConfig, holder: str, seconds: float
