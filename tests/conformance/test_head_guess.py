@@ -248,3 +248,46 @@ def test_async_twin_reads_what_get_tuple_reads(
             assert outcomes == ["hit", "missed"]
 
     asyncio.run(main())
+
+
+def test_a_batch_of_steps_leaves_its_newest_as_the_guess(
+    saver_spec: SaverSpec, outcomes: list[str]
+) -> None:
+    sql_only(saver_spec)
+    with saver_spec.open() as opened:
+        saver = guessing(opened)
+        first = make_checkpoint({"n": 0})
+        config = saver.put(
+            fenced(make_config("t1"), None),
+            first,
+            make_metadata(),
+            first["channel_versions"],
+        )
+        second, changed = next_checkpoint(first, {"n": 1})
+        third, changed_again = next_checkpoint(second, {"n": 2})
+        at_second = {
+            "configurable": {**config["configurable"], "checkpoint_id": second["id"]}
+        }
+        saver.put_steps(
+            [
+                (
+                    fenced(config, first["id"]),
+                    [],
+                    second,
+                    make_metadata(0, "loop"),
+                    changed,
+                ),
+                (
+                    fenced(at_second, second["id"]),
+                    [],
+                    third,
+                    make_metadata(1, "loop"),
+                    changed_again,
+                ),
+            ]
+        )
+        assert saver._heads[("t1", "")][2] == third["id"]
+        _lease, saved = saver.acquire_lease_and_get_tuple(THREAD, "run", 30)
+        assert outcomes == ["hit"]
+        assert saved is not None and saved.checkpoint["channel_values"]["n"] == 2
+        same(saved, saver.get_tuple(THREAD))

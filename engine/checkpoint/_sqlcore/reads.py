@@ -90,7 +90,7 @@ class Missed:
         return f"Missed({len(self.rows)} row)"
 
 
-HeadGuess = tuple[str, str, str, frozenset[tuple[str, str, str, str]]]
+HeadGuess = tuple[str, str, str, frozenset[_BlobKey]]
 """(thread_id, checkpoint_ns, checkpoint_id, value keys) of a thread's head as
 its saver last saved it: the keys of every channel version it records."""
 

@@ -188,12 +188,16 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         if not self.guesses_heads:
             return
         heads = self._heads
-        for config, _writes, checkpoint, _metadata, _versions in steps:
+        done: set[tuple[str, str]] = set()
+        for config, _writes, checkpoint, _metadata, _versions in reversed(steps):
             if checkpoint is None:
                 continue
             conf = config.get(CONF, {})
             thread_id = str(conf.get(CONFIG_KEY_THREAD_ID))
             ns = conf.get(CONFIG_KEY_CHECKPOINT_NS) or ""
+            if (thread_id, ns) in done:  # an older step of the batch
+                continue
+            done.add((thread_id, ns))
             keys = frozenset(
                 (thread_id, ns, channel, str(version))
                 for channel, version in checkpoint["channel_versions"].items()
