@@ -11,7 +11,7 @@ re-checked in Python.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -63,7 +63,9 @@ __all__ = (
     "load_checkpoint",
     "stored_bytes",
     "summaries_page",
+    "split_reads",
     "tuple_of_guess",
+    "value_and_write_reads",
 )
 
 PAGE_SIZE = 100
@@ -293,26 +295,52 @@ def load_tuples(
     its parent): that lookup is left out.
     """
     checkpoints, blob_keys = checkpoints_of_rows(serde, rows)
-    keys_param = d.keys_param(sorted({(row[0], row[1], row[2]) for row in rows}), 3)
-    writes_stmts: tuple[Stmt, ...] = (  # the operation's last: get_tuple's, a page's
+    checkpoint_keys = {(row[0], row[1], row[2]) for row in rows}
+    results = yield value_and_write_reads(d, checkpoint_keys, blob_keys, newest=newest)
+    return assemble_tuples(
+        serde, rows, checkpoints, *split_reads(results, blob_keys), metadata
+    )
+
+
+def value_and_write_reads(
+    d: SqlDialect,
+    checkpoint_keys: Iterable[_CheckpointKey],
+    blob_keys: Iterable[_BlobKey],
+    *,
+    newest: bool,
+) -> tuple[Stmt, ...]:
+    """What full tuples of checkpoints need besides their rows, the
+    operation's last batch: the values (none when no key), the writes in the
+    writes table, and unless ``newest`` (no child row can hold them: a child
+    sorts after its parent) those kept in a child's row. Results in that order
+    (:func:`split_reads`)."""
+    keys_param = d.keys_param(sorted(checkpoint_keys), 3)
+    stmts: tuple[Stmt, ...] = (
         Stmt(d["writes_for_checkpoints"], keys_param, fetch=True, last=newest),
     )
     if not newest:
-        writes_stmts += (
+        stmts += (
             Stmt(d["child_writes_for_checkpoints"], keys_param, fetch=True, last=True),
         )
+    blob_keys = sorted(blob_keys)
     if blob_keys:
-        blobs_stmt = Stmt(
-            d["blobs_for_keys"], d.keys_param(sorted(blob_keys), 4), fetch=True
+        stmts = (
+            Stmt(d["blobs_for_keys"], d.keys_param(blob_keys, 4), fetch=True),
+            *stmts,
         )
-        blob_rows, write_rows, *child = yield (blobs_stmt, *writes_stmts)
-    else:
-        blob_rows = []
-        write_rows, *child = yield writes_stmts
-    child_rows: Rows = child[0] if child else []
-    return assemble_tuples(
-        serde, rows, checkpoints, blob_rows, write_rows, child_rows, metadata
-    )
+    return stmts
+
+
+def split_reads(
+    results: Sequence[Rows], blob_keys: Collection[_BlobKey]
+) -> tuple[Rows, Rows, Rows]:
+    """The value, write and child-row write rows of :func:`value_and_write_reads`
+    for ``blob_keys`` (the same keys), empty when not read."""
+    blob_rows: Rows = []
+    if blob_keys:
+        blob_rows, *results = results
+    write_rows, *child = results
+    return blob_rows, write_rows, child[0] if child else []
 
 
 def checkpoints_of_rows(
@@ -378,20 +406,10 @@ def assemble_tuples(
 
 
 def head_guess_stmts(d: SqlDialect, guess: HeadGuess) -> tuple[Stmt, ...]:
-    """The reads a newest checkpoint needs, sent before its row is known, for
-    the head ``guess`` names: its values, then its writes (the operation's
-    last statement)."""
+    """The reads a newest checkpoint needs (:func:`value_and_write_reads`),
+    sent before its row is known, for the head ``guess`` names."""
     thread_id, ns, checkpoint_id, keys = guess
-    writes = Stmt(
-        d["writes_for_checkpoints"],
-        d.keys_param([(thread_id, ns, checkpoint_id)], 3),
-        fetch=True,
-        last=True,
-    )
-    if not keys:
-        return (writes,)
-    blobs = Stmt(d["blobs_for_keys"], d.keys_param(sorted(keys), 4), fetch=True)
-    return (blobs, writes)
+    return value_and_write_reads(d, [(thread_id, ns, checkpoint_id)], keys, newest=True)
 
 
 def tuple_of_guess(
@@ -408,8 +426,7 @@ def tuple_of_guess(
     checkpoints, needed = checkpoints_of_rows(serde, rows)
     if not needed <= guess[3]:
         return Missed(rows)
-    blob_rows, write_rows = results if len(results) == 2 else ([], results[0])
-    return assemble_tuples(serde, rows, checkpoints, blob_rows, write_rows, [])[0]
+    return assemble_tuples(serde, rows, checkpoints, *split_reads(results, guess[3]))[0]
 
 
 def _pending_writes(
