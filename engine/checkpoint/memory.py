@@ -521,14 +521,7 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             thread_id = str(require_thread_id(config))
         ns = conf.get(CONFIG_KEY_CHECKPOINT_NS, "") or ""
         place = (thread_id, ns)
-        self.leases.check_held(thread_id, conf.get(HELD_LEASE))
-        if EXPECTED_HEAD in conf:
-            head = self._head(thread_id, ns) or None
-            batch_head = batch_heads.get(place)
-            if batch_head and (head is None or batch_head > head):
-                head = batch_head
-            if head != conf[EXPECTED_HEAD]:
-                raise conflict(thread_id, ns, conf[EXPECTED_HEAD], head)
+        self._check_fence(thread_id, ns, conf, batch_heads.get(place))
         values = checkpoint.get("channel_values", {})
         deltas = checkpoint.get("channel_deltas", {})
         # None values stay in the row (``nil``, as in the SQL savers): no value record.
@@ -588,6 +581,24 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
             else None
         )
         return _Plan(thread_id, ns, checkpoint["id"], row, blobs, shared, inputs)
+
+    def _check_fence(
+        self,
+        thread_id: str,
+        ns: str,
+        conf: dict[str, Any],
+        batch_head: str | None = None,
+    ) -> None:
+        """A save's lease check and, when it is fenced, its head check (lock
+        held); ``batch_head``: the newest checkpoint the entries before it in
+        the same batch will store there."""
+        self.leases.check_held(thread_id, conf.get(HELD_LEASE))
+        if EXPECTED_HEAD in conf:
+            head = self._head(thread_id, ns) or None
+            if batch_head and (head is None or batch_head > head):
+                head = batch_head
+            if head != conf[EXPECTED_HEAD]:
+                raise conflict(thread_id, ns, conf[EXPECTED_HEAD], head)
 
     def _kept_structure(
         self, checkpoint: Checkpoint, nil: builtins.list[str], place: Any, loop: bool
@@ -854,11 +865,7 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
         with self.lock:
             if place in self._inputs:  # its values may be read from the input's
                 return False
-            self.leases.check_held(thread_id, conf.get(HELD_LEASE))
-            if EXPECTED_HEAD in conf:
-                head = self._head(thread_id, ns) or None
-                if head != conf[EXPECTED_HEAD]:
-                    raise conflict(thread_id, ns, conf[EXPECTED_HEAD], head)
+            self._check_fence(thread_id, ns, conf)
             stored = self.blobs
             dumps_typed = self.serde.dumps_typed
             blobs: dict[tuple[str, str, str, str], _Kept] = {}
