@@ -283,9 +283,8 @@ def _drive_steps(
             if loop.cache is not None and (updates := loop.cache_updates()):
                 loop.cache.set(updates)
             loop.after_tick()
-            if chunks is not None:  # as _drain, inline: this runs every step
-                while not chunks.empty():
-                    yield chunks.get_nowait()
+            if chunks is not None:
+                yield from _drain(chunks)
             if loop.status == "interrupt_after":
                 break
             if sync_saves is not None:

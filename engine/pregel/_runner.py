@@ -93,11 +93,8 @@ def run_step(
     if len(pending) == 1 and not live:
         task = pending[0]
         _record(loop, outcome, task, run_task(loop, task), last=True)
-        if chunks is not None:  # as _drain, inline: this runs every step
-            while not chunks.empty():
-                item = chunks.get_nowait()
-                if not isinstance(item, _Done):
-                    yield item
+        if chunks is not None:
+            yield from _drain(chunks)
         _close_step(loop, outcome, deadline)
         return
     inbox: queue.SimpleQueue[Any] = (
