@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine._internal._ids import new_checkpoint_id
+from engine._internal._typing import RunnableConfig
 from engine.checkpoint.base import (
     EXPECTED_HEAD,
     BaseCheckpointSaver,
@@ -26,6 +27,7 @@ __all__ = (
     "make_metadata",
     "next_checkpoint",
     "next_version",
+    "put_first",
     "save_chain",
 )
 
@@ -145,19 +147,28 @@ def save_chain(
     return configs
 
 
-def save_steps(saver: BaseCheckpointSaver, thread_id: str, steps: int) -> list[str]:
-    """A loop saved as the engine saves it: each step's writes with the next
-    checkpoint (a fenced ``put_step``); the checkpoint ids, oldest first.
-
-    Channel ``n`` holds the step number, ``log`` (a list grown as a delta) every
-    step so far; step ``k``'s task is ``task-k`` and writes both."""
-    checkpoint = make_checkpoint({"n": 0, "log": []})
+def put_first(
+    saver: BaseCheckpointSaver, thread_id: str, values: dict[str, Any]
+) -> tuple[Checkpoint, RunnableConfig]:
+    """A thread's first checkpoint (the input's), saved fenced on an empty
+    thread as the runtime saves it; the checkpoint and the config addressing it."""
+    checkpoint = make_checkpoint(values)
     config = saver.put(
         fenced(make_config(thread_id), None),
         checkpoint,
         make_metadata(),
         checkpoint["channel_versions"],
     )
+    return checkpoint, config
+
+
+def save_steps(saver: BaseCheckpointSaver, thread_id: str, steps: int) -> list[str]:
+    """A loop saved as the engine saves it: each step's writes with the next
+    checkpoint (a fenced ``put_step``); the checkpoint ids, oldest first.
+
+    Channel ``n`` holds the step number, ``log`` (a list grown as a delta) every
+    step so far; step ``k``'s task is ``task-k`` and writes both."""
+    checkpoint, config = put_first(saver, thread_id, {"n": 0, "log": []})
     ids = [checkpoint["id"]]
     for step in range(steps):
         parent = checkpoint["id"]

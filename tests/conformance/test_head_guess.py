@@ -24,6 +24,7 @@ from tests._support.builders import (
     make_config,
     make_metadata,
     next_checkpoint,
+    put_first,
 )
 from tests._support.savers import SaverSpec
 
@@ -76,13 +77,7 @@ def counting(saver: Any) -> list[int]:
 
 def two_steps(saver: BaseCheckpointSaver) -> tuple[dict[str, Any], Any]:
     """An input checkpoint, then a step with a list value and the step's writes."""
-    first = make_checkpoint({"n": 0, "items": [1, 2, 3]})
-    config = saver.put(
-        fenced(make_config("t1"), None),
-        first,
-        make_metadata(),
-        first["channel_versions"],
-    )
+    first, config = put_first(saver, "t1", {"n": 0, "items": [1, 2, 3]})
     second, changed = next_checkpoint(first, {"n": 1, "note": "x" * 3000})
     stored = saver.put_step(
         fenced(config, first["id"]),
@@ -256,13 +251,7 @@ def test_a_batch_of_steps_leaves_its_newest_as_the_guess(
     sql_only(saver_spec)
     with saver_spec.open() as opened:
         saver = guessing(opened)
-        first = make_checkpoint({"n": 0})
-        config = saver.put(
-            fenced(make_config("t1"), None),
-            first,
-            make_metadata(),
-            first["channel_versions"],
-        )
+        first, config = put_first(saver, "t1", {"n": 0})
         second, changed = next_checkpoint(first, {"n": 1})
         third, changed_again = next_checkpoint(second, {"n": 2})
         at_second = {

@@ -12,19 +12,13 @@ from tests._support.builders import (
     make_config,
     make_metadata,
     next_checkpoint,
+    put_first,
     save_steps,
 )
 
 
 def _first(saver: BaseCheckpointSaver):
-    checkpoint = make_checkpoint({"n": 0})
-    config = saver.put(
-        fenced(make_config("t1"), None),
-        checkpoint,
-        make_metadata(),
-        checkpoint["channel_versions"],
-    )
-    return checkpoint, config
+    return put_first(saver, "t1", {"n": 0})
 
 
 def test_put_step_saves_writes_on_parent_and_the_new_checkpoint(saver) -> None:

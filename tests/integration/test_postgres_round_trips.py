@@ -45,17 +45,20 @@ class LoopState(TypedDict):
     limit: int
 
 
-def _loop() -> Any:
-    def tick(state: LoopState) -> dict[str, Any]:
-        return {"n": state["n"] + 1}
+def _tick(state: LoopState) -> dict[str, Any]:
+    return {"n": state["n"] + 1}
+
+
+def _loop(name: str = "tick", node: Callable[..., Any] = _tick) -> Any:
+    """One node looping on itself until ``n`` reaches ``limit``."""
 
     def route(state: LoopState) -> str:
-        return "tick" if state["n"] < state["limit"] else END
+        return name if state["n"] < state["limit"] else END
 
     builder = StateGraph(LoopState)
-    builder.add_node("tick", tick)
-    builder.add_edge(START, "tick")
-    builder.add_conditional_edges("tick", route)
+    builder.add_node(name, node)
+    builder.add_edge(START, name)
+    builder.add_conditional_edges(name, route)
     return builder
 
 
@@ -191,20 +194,9 @@ def test_reading_a_thread_and_taking_its_lease_cost_what_they_say(relay) -> None
         )  # take, lease row, head row; values and writes (1 here: guessed)
 
 
-def _asking() -> Any:
-    """A node that asks a human each time round (``interrupt``)."""
-
-    def ask(state: LoopState) -> dict[str, Any]:
-        return {"n": state["n"] + interrupt({"question": state["n"]})}
-
-    def route(state: LoopState) -> str:
-        return "ask" if state["n"] < state["limit"] else END
-
-    builder = StateGraph(LoopState)
-    builder.add_node("ask", ask)
-    builder.add_edge(START, "ask")
-    builder.add_conditional_edges("ask", route)
-    return builder
+def _ask(state: LoopState) -> dict[str, Any]:
+    """Asks a human each time round (``interrupt``)."""
+    return {"n": state["n"] + interrupt({"question": state["n"]})}
 
 
 def test_a_resume_costs_two_round_trips_on_the_saver_that_saved_the_head(
@@ -215,7 +207,7 @@ def test_a_resume_costs_two_round_trips_on_the_saver_that_saved_the_head(
     of the head it saved with the take), one saves and gives the lease back."""
     with PostgresSaver.from_conn_string(relay.dsn) as saver:
         saver.setup()
-        graph = _asking().compile(checkpointer=saver)
+        graph = _loop("ask", _ask).compile(checkpointer=saver)
         config = {"configurable": {"thread_id": "ask"}}
         graph.invoke({"n": 0, "limit": 1000}, config)
         graph.invoke(Command(resume=1), config)  # warm: prepared statements
@@ -238,7 +230,7 @@ def test_a_resume_costs_two_round_trips_on_the_saver_that_saved_the_head(
         # head read with the take needs one more round trip for its values
         counts = []
         with PostgresSaver.from_conn_string(relay.dsn) as other:
-            elsewhere = _asking().compile(checkpointer=other)
+            elsewhere = _loop("ask", _ask).compile(checkpointer=other)
             for done in range(1, REPEATS + 1):
                 elsewhere.invoke(Command(resume=1), config)
                 relay.reset()
