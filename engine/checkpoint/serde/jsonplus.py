@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from engine.checkpoint.serde._packed_check import packs_plain
 from engine.checkpoint.serde._plain_tree import MIN_ITEMS, is_plain_tree
 from engine.checkpoint.serde.event_hooks import emit_serde_event
 from engine.errors import ErrorCode, SerializationError, error_message
@@ -182,20 +183,30 @@ def _dumps_or_none(encoded: Any) -> bytes | None:
 class _Encoder:
     """One encoding pass; collects classes to allow on the way."""
 
-    __slots__ = ("impure", "plain", "seen_types")
+    __slots__ = ("impure", "packed", "plain", "seen_types", "vouched")
 
-    def __init__(self, big_ints: bool = False) -> None:
+    def __init__(self, big_ints: bool = False, packed: bool = False) -> None:
         self.seen_types: list[type[Any]] = []
         self.plain = _PLAIN_NO_INT if big_ints else _PLAIN
         self.impure = False
         """Inside a container ``is_plain_tree`` refused: its parts are not
         checked again (each would re-scan what the refused check scanned)."""
+        self.packed = packed
+        """Ask ``packs_plain`` first, whose yes may hide a bytes-like value (for
+        a result that is written at once: see ``JsonPlusSerializer._encoded``)."""
+        self.vouched = False
+        """Some container was left as it is on ``packs_plain``'s word."""
 
     def _plain_tree(self, obj: dict[Any, Any] | list[Any]) -> bool:
         """Whether a long container is plain JSON, asked once per subtree."""
         if self.impure or len(obj) < MIN_ITEMS:
             return False
-        if is_plain_tree(obj, self.plain, TAG):
+        verdict = packs_plain(obj, TAG) if self.packed else None
+        if verdict is None:
+            verdict = is_plain_tree(obj, self.plain, TAG)
+        elif verdict:
+            self.vouched = True
+        if verdict:
             return True
         self.impure = True
         return False
@@ -214,12 +225,13 @@ class _Encoder:
             return {TAG: "float", "v": repr(obj)}
         if cls is list:
             plain = self.plain
-            kinds = set(map(type, obj))  # one pass in C
-            if kinds <= plain:
-                return obj  # already JSON: no copy
             outer = self.impure
             if self._plain_tree(obj):
-                return obj  # records, documents: checked a level at a time
+                return obj  # records, documents: checked natively or a level at a time
+            kinds = set(map(type, obj))  # one pass in C
+            if kinds <= plain:
+                self.impure = outer
+                return obj  # already JSON: no copy
             enc = self._encode_dict if kinds == _DICT_ONLY else self.encode
             copy: list[Any] | None = None
             for index, item in enumerate(obj):
@@ -528,10 +540,7 @@ class JsonPlusSerializer:
 
     def encode(self, obj: Any) -> Any:
         """The JSON-ready form of ``obj`` (tags included)."""
-        encoder = _Encoder()
-        result = encoder.encode(obj, "")
-        _remember(encoder.seen_types)
-        return result
+        return _encoded_by(_Encoder(), obj)
 
     def decode(self, data: Any) -> Any:
         """Inverse of :meth:`encode` for already-parsed JSON."""
@@ -547,19 +556,34 @@ class JsonPlusSerializer:
 
     def _encoded(self, obj: Any, write: Callable[[Any], bytes]) -> bytes:
         """``write`` (orjson, or a variant) of ``obj`` encoded; encoded again
-        with its ints beyond 64 bits tagged when orjson refuses them."""
+        with its ints beyond 64 bits tagged when orjson refuses them.
+
+        Large containers are first asked of the packed check, whose yes may
+        hide a bytes-like value that orjson then refuses: ``obj`` is encoded
+        again without it (the walk tags such values), so what is stored never
+        depends on which check answered."""
+        encoder = _Encoder(packed=True)
+        try:
+            return write(_encoded_by(encoder, obj))
+        except orjson.JSONEncodeError as exc:
+            if not encoder.vouched:
+                return self._encoded_again(obj, write, exc)
         try:
             return write(self.encode(obj))
         except orjson.JSONEncodeError as exc:
-            if "64-bit" not in str(exc):
-                raise SerializationError(f"Cannot store value: {exc}") from exc
-            return write(self._encode_big_ints(obj))
+            return self._encoded_again(obj, write, exc)
+
+    def _encoded_again(
+        self, obj: Any, write: Callable[[Any], bytes], exc: orjson.JSONEncodeError
+    ) -> bytes:
+        """After orjson refused ``obj``'s encoded form: with big ints tagged, or
+        the error for what cannot be stored."""
+        if "64-bit" not in str(exc):
+            raise SerializationError(f"Cannot store value: {exc}") from exc
+        return write(self._encode_big_ints(obj))
 
     def _encode_big_ints(self, obj: Any) -> Any:
-        encoder = _Encoder(big_ints=True)
-        result = encoder.encode(obj, "")
-        _remember(encoder.seen_types)
-        return result
+        return _encoded_by(_Encoder(big_ints=True), obj)
 
     def loads(self, data: bytes | str) -> Any:
         parsed = orjson.loads(data)
@@ -809,6 +833,13 @@ def _write_chunked(out: io.BytesIO, value: Any) -> None:
         out.write(b"]")
     else:
         out.write(orjson.dumps(value))
+
+
+def _encoded_by(encoder: _Encoder, obj: Any) -> Any:
+    """``obj`` encoded by ``encoder``; the classes it met are allowed to load."""
+    result = encoder.encode(obj, "")
+    _remember(encoder.seen_types)
+    return result
 
 
 def _remember(classes: Iterable[type[Any]]) -> None:

@@ -125,13 +125,14 @@ def test_a_refused_container_is_not_checked_again_part_by_part(
 
 def _walked(value: Any) -> bytes:
     """What the node-by-node walk alone stores (the fast checks switched off)."""
-    saved = jsonplus.is_plain_tree, jsonplus._small_plain
+    saved = jsonplus.is_plain_tree, jsonplus._small_plain, jsonplus.packs_plain
     jsonplus.is_plain_tree = lambda *args: False  # type: ignore[assignment]
     jsonplus._small_plain = lambda *args: False  # type: ignore[assignment]
+    jsonplus.packs_plain = lambda *args: False  # type: ignore[assignment]
     try:
         return JsonPlusSerializer().dumps(value)
     finally:
-        jsonplus.is_plain_tree, jsonplus._small_plain = saved
+        jsonplus.is_plain_tree, jsonplus._small_plain, jsonplus.packs_plain = saved
 
 
 leaf = st.one_of(
