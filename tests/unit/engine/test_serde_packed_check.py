@@ -22,11 +22,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import engine.checkpoint.serde._packed_check as packed_check
-import engine.checkpoint.serde.jsonplus as jsonplus
 from engine.checkpoint.serde._packed_check import PACK_ITEMS, packs_plain
 from engine.checkpoint.serde._plain_tree import MIN_ITEMS
 from engine.checkpoint.serde.jsonplus import TAG, JsonPlusSerializer, _Encoder
 from engine.errors import SerializationError
+from tests._support.serde_values import records, walked
 
 pytestmark = pytest.mark.skipif(
     not packed_check.AVAILABLE, reason="ormsgpack is a dependency; checked when present"
@@ -52,28 +52,6 @@ class Ratio(float):
 @dataclasses.dataclass
 class Point:
     x: int
-
-
-def records(extra: Any = None, at: int = 17, count: int = MIN_ITEMS * 2) -> list[Any]:
-    rows: list[Any] = [
-        {"id": i, "text": f"item {i}", "tags": ["a", "b"], "score": i / 3}
-        for i in range(count)
-    ]
-    if extra is not None:
-        rows[at]["tags"].append(extra)
-    return rows
-
-
-def _walked(value: Any) -> bytes:
-    """What the node-by-node walk alone stores (every fast check switched off)."""
-    saved = jsonplus.is_plain_tree, jsonplus._small_plain, jsonplus.packs_plain
-    jsonplus.is_plain_tree = lambda *args: False  # type: ignore[assignment]
-    jsonplus._small_plain = lambda *args: False  # type: ignore[assignment]
-    jsonplus.packs_plain = lambda *args: False  # type: ignore[assignment]
-    try:
-        return JsonPlusSerializer().dumps(value)
-    finally:
-        jsonplus.is_plain_tree, jsonplus._small_plain, jsonplus.packs_plain = saved
 
 
 def test_records_of_plain_values_are_plain() -> None:
@@ -151,7 +129,7 @@ def test_bytes_pass_the_check_and_the_serializer_walks_them() -> None:
     assert packs_plain(rows, TAG) is True  # MessagePack holds bytes as they are
     serde = JsonPlusSerializer()
     stored = serde.dumps(rows)
-    assert stored == _walked(rows)
+    assert stored == walked(rows)
     assert serde.loads(stored) == rows
     # The public encode must be JSON-ready: it never takes the packed check's word.
     assert _Encoder().encode(rows, "")[17]["tags"][-1] != b"\x00raw"
@@ -161,7 +139,7 @@ def test_bytes_pass_the_check_and_the_serializer_walks_them() -> None:
 def test_bytes_and_a_big_int_together_are_both_tagged() -> None:
     value = {"rows": records(b"raw"), "big": 2**80}
     serde = JsonPlusSerializer()
-    assert serde.dumps(value) == _walked(value)
+    assert serde.dumps(value) == walked(value)
     assert serde.loads(serde.dumps(value)) == value
 
 
@@ -177,7 +155,7 @@ def test_without_ormsgpack_the_level_check_answers(
     monkeypatch.setattr(packed_check, "ormsgpack", None)
     assert packs_plain(records(), TAG) is None
     rows = records((1, 2))
-    assert JsonPlusSerializer().dumps(rows) == _walked(rows)
+    assert JsonPlusSerializer().dumps(rows) == walked(rows)
 
 
 leaf = st.one_of(
@@ -221,4 +199,4 @@ def test_a_yes_is_what_the_walk_leaves_unchanged_or_holds_bytes(
 ) -> None:
     if packs_plain(value, TAG) is True and not _holds_bytes(value):
         assert _Encoder().encode(value, "") is value
-    assert JsonPlusSerializer().dumps(value) == _walked(value)
+    assert JsonPlusSerializer().dumps(value) == walked(value)

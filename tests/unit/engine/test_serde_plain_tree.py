@@ -26,6 +26,7 @@ from engine.checkpoint.serde.jsonplus import (
     _Encoder,
     _small_plain,
 )
+from tests._support.serde_values import records, walked
 
 
 class Color(enum.Enum):
@@ -34,16 +35,6 @@ class Color(enum.Enum):
 
 class Name(str):
     pass
-
-
-def records(extra: Any = None, at: int = 17) -> list[Any]:
-    rows: list[Any] = [
-        {"id": i, "text": f"item {i}", "tags": ["a", "b"], "score": i / 3}
-        for i in range(MIN_ITEMS * 2)
-    ]
-    if extra is not None:
-        rows[at]["tags"].append(extra)
-    return rows
 
 
 def test_records_of_plain_values_are_plain() -> None:
@@ -123,18 +114,6 @@ def test_a_refused_container_is_not_checked_again_part_by_part(
     assert JsonPlusSerializer().loads(JsonPlusSerializer().dumps(value)) == value
 
 
-def _walked(value: Any) -> bytes:
-    """What the node-by-node walk alone stores (the fast checks switched off)."""
-    saved = jsonplus.is_plain_tree, jsonplus._small_plain, jsonplus.packs_plain
-    jsonplus.is_plain_tree = lambda *args: False  # type: ignore[assignment]
-    jsonplus._small_plain = lambda *args: False  # type: ignore[assignment]
-    jsonplus.packs_plain = lambda *args: False  # type: ignore[assignment]
-    try:
-        return JsonPlusSerializer().dumps(value)
-    finally:
-        jsonplus.is_plain_tree, jsonplus._small_plain, jsonplus.packs_plain = saved
-
-
 leaf = st.one_of(
     st.none(),
     st.booleans(),
@@ -162,7 +141,7 @@ tree = st.recursive(
 def test_stored_bytes_do_not_depend_on_the_path(value: list[Any]) -> None:
     serde = JsonPlusSerializer()
     fast = serde.dumps(value)
-    assert fast == _walked(value)
+    assert fast == walked(value)
     if is_plain_tree(value, _PLAIN, TAG):
         assert _Encoder().encode(value, "") is value
 
@@ -199,7 +178,7 @@ def test_a_small_list_that_holds_itself_is_refused() -> None:
 @given(tree)
 def test_small_values_store_the_same_bytes_either_way(value: Any) -> None:
     try:
-        expected = _walked(value)
+        expected = walked(value)
     except Exception as exc:  # the walk refuses it: so does the fast path
         with pytest.raises(type(exc)):
             JsonPlusSerializer().dumps(value)
