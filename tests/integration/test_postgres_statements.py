@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from engine.checkpoint.postgres import PostgresSaver
+from engine.checkpoint.postgres._sql import PLANNING
 from engine.errors import ThreadLeaseLostError
 from engine.graph import END, START, StateGraph
 from tests._support.postgres import fresh_database, pg_dsn
@@ -113,11 +114,12 @@ def test_a_save_after_losing_the_lease_is_refused_as_such(saver: PostgresSaver) 
         )
 
 
-def test_reading_pending_writes_keeps_no_plan_that_outlives_the_table_size() -> None:
+def test_reads_keep_one_plan_that_never_scans_a_table_whole() -> None:
     # Postgres keeps a prepared statement's generic plan for the connection's
-    # life; chosen while the writes table is nearly empty it scans the table
-    # whole, and goes on doing so as the table grows. The read of a
-    # checkpoint's writes is planned at each run instead (never prepared).
+    # life; chosen while a table is nearly empty it would scan the table whole,
+    # and go on doing so as the table grows. Every saver transaction plans
+    # without sequential scans (PLANNING), so the reads are prepared once and
+    # their one plan looks rows up by key however the tables grow.
     with (
         fresh_database(pg_dsn()) as dsn,
         psycopg.connect(dsn, autocommit=True) as conn,
@@ -133,9 +135,44 @@ def test_reading_pending_writes_keeps_no_plan_that_outlives_the_table_size() -> 
         graph.invoke({"n": 0, "limit": 3}, config)
         for _ in range(12):  # past psycopg's prepare threshold and Postgres' five
             assert saver.get_tuple(config) is not None
-        prepared = [
-            row[0]
-            for row in conn.execute("SELECT statement FROM pg_prepared_statements")
-        ]
-        assert any("engine_checkpoints" in sql for sql in prepared)  # others are
-        assert not [sql for sql in prepared if "FROM engine_checkpoint_writes" in sql]
+        for index in range(40):  # the tables grow past what the plans saw
+            graph.invoke(
+                {"n": 0, "limit": 30}, {"configurable": {"thread_id": f"g{index}"}}
+            )
+        conn.execute("ANALYZE")
+        prepared = dict(
+            conn.execute(
+                "SELECT statement, name FROM pg_prepared_statements "
+                "WHERE statement LIKE '%%engine_checkpoint_%%'"
+            ).fetchall()
+        )
+        reads = {
+            "writes": next(
+                n
+                for sql, n in prepared.items()
+                if "FROM engine_checkpoint_writes" in sql
+            ),
+            "values": next(
+                n
+                for sql, n in prepared.items()
+                if sql.startswith("WITH RECURSIVE wanted")
+            ),
+        }
+        head = saver.get_tuple(config)
+        assert head is not None
+        checkpoint_id = head.config["configurable"]["checkpoint_id"]
+        arguments = {
+            "writes": f"'{{t}}', '{{\"\"}}', '{{{checkpoint_id}}}'",
+            "values": "'{t}', '{\"\"}', '{n}', '{x}'",
+        }
+        with conn.transaction():
+            conn.execute(PLANNING)
+            for name, statement in reads.items():
+                plan = "\n".join(
+                    row[0]
+                    for row in conn.execute(
+                        f"EXPLAIN EXECUTE {statement}({arguments[name]})"
+                    )
+                )
+                assert "Seq Scan" not in plan, (name, plan)
+                assert "Index" in plan, (name, plan)

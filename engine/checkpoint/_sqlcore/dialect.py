@@ -332,15 +332,7 @@ class SqlDialect:
     statement at once (SQLite)."""
     overrides: Mapping[str, str] = field(default_factory=dict)
     """Statements this dialect writes differently, by template name."""
-    replan: tuple[str, ...] = ()
-    """Templates a driver plans anew at each run instead of keeping a prepared
-    plan: reads whose best plan depends on how many rows their table holds.
-    (Postgres keeps a prepared statement's generic plan for the connection's
-    life once it chose one; chosen while a new database's tables are nearly
-    empty, that plan scans them whole, and it stays while they grow.)"""
     sql: dict[str, str] = field(default_factory=dict, init=False)
-    replanned: frozenset[str] = field(default_factory=frozenset, init=False)
-    """The SQL of the ``replan`` templates, as drivers see it."""
 
     def __post_init__(self) -> None:
         rendered: dict[str, str] = {}
@@ -362,9 +354,6 @@ class SqlDialect:
                 text = text.replace("%s", self.placeholder)
             rendered[name] = text
         object.__setattr__(self, "sql", rendered)
-        object.__setattr__(
-            self, "replanned", frozenset(rendered[name] for name in self.replan)
-        )
 
     def __getitem__(self, name: str) -> str:
         return self.sql[name]

@@ -49,6 +49,7 @@ from engine.checkpoint.postgres._sql import (
     LEASE_LOST_SQLSTATE,
     MIGRATION_LOCK,
     MIGRATIONS,
+    PLANNING,
 )
 from engine.checkpoint.serde.base import SerializerProtocol
 
@@ -210,6 +211,7 @@ class PostgresSaver(SqlCheckpointSaver):
                 if self.supports_pipeline:  # nested in self.pipe when given
                     pipe.enter_context(conn.pipeline())
                 conn.execute(BEGIN_WRITE if write else BEGIN_READ, prepare=False)
+                conn.execute(PLANNING, prepare=True)
             except BaseException:
                 pipe.close()
                 held.close()
@@ -218,16 +220,14 @@ class PostgresSaver(SqlCheckpointSaver):
         # Every statement is prepared on first use (prepare=True), utility ones
         # never: psycopg mis-tracks a statement that turns prepared inside a
         # pipeline the database then aborts (a fencing conflict does abort it).
-        # The dialect's ``replan`` reads are never prepared: planned at each run.
-        replanned = self.dialect.replanned
-
+        # Each keeps one plan per connection (see PLANNING).
         def send(stmt: Stmt) -> Cursor[Any]:
             assert conn is not None
             cursor = conn.cursor(row_factory=tuple_row)
             if stmt.many is not None:
                 cursor.executemany(stmt.sql, stmt.many)
             else:
-                cursor.execute(stmt.sql, stmt.params, prepare=stmt.sql not in replanned)
+                cursor.execute(stmt.sql, stmt.params, prepare=True)
             return cursor
 
         def commit() -> None:

@@ -34,6 +34,7 @@ from engine.checkpoint.postgres._sql import (
     DIALECT,
     MIGRATION_LOCK,
     MIGRATIONS,
+    PLANNING,
 )
 from engine.checkpoint.serde.base import SerializerProtocol
 
@@ -171,12 +172,11 @@ class AsyncPostgresSaver(SqlCheckpointSaver):
                 if self.supports_pipeline:  # nested in self.pipe when given
                     await pipe.enter_async_context(conn.pipeline())
                 await conn.execute(BEGIN_WRITE if write else BEGIN_READ, prepare=False)
+                await conn.execute(PLANNING, prepare=True)  # see PostgresSaver._run
             except BaseException:
                 await pipe.aclose()
                 await held.aclose()
                 raise
-
-        replanned = self.dialect.replanned  # see PostgresSaver._run
 
         async def send(stmt: Stmt) -> AsyncCursor[Any]:
             assert conn is not None
@@ -184,9 +184,7 @@ class AsyncPostgresSaver(SqlCheckpointSaver):
             if stmt.many is not None:
                 await cursor.executemany(stmt.sql, stmt.many)
             else:
-                await cursor.execute(
-                    stmt.sql, stmt.params, prepare=stmt.sql not in replanned
-                )
+                await cursor.execute(stmt.sql, stmt.params, prepare=True)
             return cursor
 
         async def commit() -> None:
