@@ -133,46 +133,50 @@ def test_reads_keep_one_plan_that_never_scans_a_table_whole() -> None:
         graph = builder.compile(checkpointer=saver)
         config = {"configurable": {"thread_id": "t"}}
         graph.invoke({"n": 0, "limit": 3}, config)
+        conn.execute("ANALYZE")  # statistics of nearly empty tables
         for _ in range(12):  # past psycopg's prepare threshold and Postgres' five
             assert saver.get_tuple(config) is not None
+        _assert_reads_use_indexes(conn, saver, config)
         for index in range(40):  # the tables grow past what the plans saw
             graph.invoke(
                 {"n": 0, "limit": 30}, {"configurable": {"thread_id": f"g{index}"}}
             )
+        _assert_reads_use_indexes(conn, saver, config)  # the plans kept
         conn.execute("ANALYZE")
-        prepared = dict(
-            conn.execute(
-                "SELECT statement, name FROM pg_prepared_statements "
-                "WHERE statement LIKE '%%engine_checkpoint_%%'"
-            ).fetchall()
-        )
-        reads = {
-            "writes": next(
-                n
-                for sql, n in prepared.items()
-                if "FROM engine_checkpoint_writes" in sql
-            ),
-            "values": next(
-                n
-                for sql, n in prepared.items()
-                if sql.startswith("WITH RECURSIVE wanted")
-            ),
-        }
-        head = saver.get_tuple(config)
-        assert head is not None
-        checkpoint_id = head.config["configurable"]["checkpoint_id"]
-        arguments = {
-            "writes": f"'{{t}}', '{{\"\"}}', '{{{checkpoint_id}}}'",
-            "values": "'{t}', '{\"\"}', '{n}', '{x}'",
-        }
-        with conn.transaction():
-            conn.execute(PLANNING)
-            for name, statement in reads.items():
-                plan = "\n".join(
-                    row[0]
-                    for row in conn.execute(
-                        f"EXPLAIN EXECUTE {statement}({arguments[name]})"
-                    )
-                )
-                assert "Seq Scan" not in plan, (name, plan)
-                assert "Index" in plan, (name, plan)
+        _assert_reads_use_indexes(conn, saver, config)  # the plans made anew
+
+
+def _assert_reads_use_indexes(
+    conn: psycopg.Connection[Any], saver: PostgresSaver, config: Any
+) -> None:
+    """The plan each prepared read of values and writes runs under ``PLANNING``."""
+    head = saver.get_tuple(config)
+    assert head is not None
+    prepared = dict(
+        conn.execute(
+            "SELECT statement, name FROM pg_prepared_statements "
+            "WHERE statement LIKE '%%engine_checkpoint_%%'"
+        ).fetchall()
+    )
+    checkpoint_id = head.config["configurable"]["checkpoint_id"]
+    reads = {  # name -> arguments
+        next(
+            name
+            for sql, name in prepared.items()
+            if "FROM engine_checkpoint_writes" in sql
+        ): f"'{{t}}', '{{\"\"}}', '{{{checkpoint_id}}}'",
+        next(
+            name
+            for sql, name in prepared.items()
+            if sql.startswith("WITH RECURSIVE wanted")
+        ): "'{t}', '{\"\"}', '{n}', '{x}'",
+    }
+    with conn.transaction():
+        conn.execute(PLANNING)
+        for statement, arguments in reads.items():
+            plan = "\n".join(
+                row[0]
+                for row in conn.execute(f"EXPLAIN EXECUTE {statement}({arguments})")
+            )
+            assert "Seq Scan" not in plan, plan
+            assert "Index" in plan, plan
