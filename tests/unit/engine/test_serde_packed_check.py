@@ -14,6 +14,7 @@ import datetime as dt
 import enum
 import math
 import struct
+import tracemalloc
 import uuid
 from typing import Any
 
@@ -24,7 +25,12 @@ from hypothesis import strategies as st
 import engine.checkpoint.serde._packed_check as packed_check
 from engine.checkpoint.serde._packed_check import PACK_ITEMS, packs_plain
 from engine.checkpoint.serde._plain_tree import MIN_ITEMS
-from engine.checkpoint.serde.jsonplus import TAG, JsonPlusSerializer, _Encoder
+from engine.checkpoint.serde.jsonplus import (
+    TAG,
+    JsonPlusSerializer,
+    _Encoder,
+    _exact_dumps,
+)
 from engine.errors import SerializationError
 from tests._support.serde_values import records, walked
 
@@ -200,3 +206,20 @@ def test_a_yes_is_what_the_walk_leaves_unchanged_or_holds_bytes(
     if packs_plain(value, TAG) is True and not _holds_bytes(value):
         assert _Encoder().encode(value, "") is value
     assert JsonPlusSerializer().dumps(value) == walked(value)
+
+
+def test_the_check_holds_no_more_bytes_at_once_than_the_write() -> None:
+    rows = [{"id": i, "text": "x" * 2000} for i in range(2048)]
+    total = len(JsonPlusSerializer().dumps(rows))
+
+    def peak(call: Any) -> int:
+        tracemalloc.start()
+        try:
+            call()
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    checked = peak(lambda: packs_plain(rows, TAG))
+    assert checked < total / 4  # a slice at a time, never the whole value
+    assert checked <= peak(lambda: _exact_dumps(rows)) * 1.2
