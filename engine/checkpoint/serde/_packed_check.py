@@ -32,6 +32,8 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = ("AVAILABLE", "PACK_ITEMS", "packs_plain")
+
 
 def _load_ormsgpack() -> Any:
     """The module, or None: a declared dependency, but the serializer stays
@@ -44,8 +46,6 @@ def _load_ormsgpack() -> Any:
 
 
 ormsgpack: Any = _load_ormsgpack()
-
-__all__ = ("AVAILABLE", "PACK_ITEMS", "packs_plain")
 
 AVAILABLE = ormsgpack is not None
 

@@ -566,9 +566,9 @@ class JsonPlusSerializer:
         try:
             return write(_encoded_by(encoder, obj))
         except orjson.JSONEncodeError as exc:
-            if not encoder.vouched:
+            if not encoder.vouched or "64-bit" in str(exc):
                 return self._encoded_again(obj, write, exc)
-        try:
+        try:  # the packed check vouched for a container holding bytes
             return write(self.encode(obj))
         except orjson.JSONEncodeError as exc:
             return self._encoded_again(obj, write, exc)
