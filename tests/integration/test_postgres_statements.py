@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from engine.checkpoint.postgres import PostgresSaver
-from engine.checkpoint.postgres._sql import PLANNING
+from engine.checkpoint.postgres._sql import DIALECT, PLANNING
 from engine.errors import ThreadLeaseLostError
 from engine.graph import END, START, StateGraph
 from tests._support.postgres import fresh_database, pg_dsn
@@ -180,3 +180,20 @@ def _assert_reads_use_indexes(
             )
             assert "Seq Scan" not in plan, plan
             assert "Index" in plan, plan
+
+
+def test_a_whole_table_read_under_the_planning_settings_is_not_compiled() -> None:
+    # A disabled sequential scan raises a plan's cost past the JIT thresholds:
+    # without jit off, the metadata search of delete_for_runs (a whole-table
+    # read) would be compiled at each run (50-90 ms on a large table).
+    with (
+        fresh_database(pg_dsn()) as dsn,
+        psycopg.connect(dsn, autocommit=True) as conn,
+    ):
+        PostgresSaver(conn).setup()
+        search = DIALECT["metadata_select"] + " WHERE metadata->>'run_id' = 'r1'"
+        with conn.transaction():
+            conn.execute(PLANNING)
+            plan = "\n".join(row[0] for row in conn.execute(f"EXPLAIN {search}"))
+        assert "Seq Scan" in plan  # its only plan, disabled or not
+        assert "JIT" not in plan, plan
