@@ -3,7 +3,9 @@
 Each statement costs psycopg's Python work even inside a pipeline, so a run's
 step checks its thread lease and the thread's head in one statement (both
 server functions in one select list, the lease first), and a resumed run
-takes its lease without reading the lease row back.
+takes its lease without reading the lease row back. Every transaction plans
+its statements once per connection with index plans (``PLANNING``), and a
+whole-table read under those settings is never JIT-compiled.
 """
 
 from __future__ import annotations
