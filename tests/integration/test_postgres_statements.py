@@ -16,10 +16,12 @@ from typing import Any, TypedDict
 import psycopg
 import pytest
 
+from engine.checkpoint.base import EXPECTED_HEAD
 from engine.checkpoint.postgres import PostgresSaver
 from engine.checkpoint.postgres._sql import DIALECT, PLANNING
-from engine.errors import ThreadLeaseLostError
+from engine.errors import CheckpointConflictError, ThreadLeaseLostError
 from engine.graph import END, START, StateGraph
+from tests._support.builders import make_checkpoint
 from tests._support.postgres import fresh_database, pg_dsn
 
 pytestmark = pytest.mark.postgres
@@ -199,3 +201,28 @@ def test_a_whole_table_read_under_the_planning_settings_is_not_compiled() -> Non
             plan = "\n".join(row[0] for row in conn.execute(f"EXPLAIN {search}"))
         assert "Seq Scan" in plan  # its only plan, disabled or not
         assert "JIT" not in plan, plan
+
+
+@pytest.mark.parametrize("planned_before", [False, True], ids=["first", "later"])
+def test_a_connection_whose_transaction_aborts_goes_on_planning(
+    planned_before: bool,
+) -> None:
+    # The planning settings are a prepared statement: made in a pipeline the
+    # database then aborts (a fencing conflict), it must not be lost or made twice.
+    with fresh_database(pg_dsn()) as dsn:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            PostgresSaver(conn).setup()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            saver = PostgresSaver(conn)
+            config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+            if planned_before:
+                assert saver.get_tuple(config) is None
+            stale = {"configurable": {**config["configurable"], EXPECTED_HEAD: "gone"}}
+            with pytest.raises(CheckpointConflictError):
+                saver.put(stale, make_checkpoint(), _INPUT, {})
+            for _ in range(8):  # past every prepare threshold
+                saver.put(config, make_checkpoint(), _INPUT, {})
+                assert saver.get_tuple(config) is not None
+
+
+_INPUT: Any = {"source": "input", "step": -1, "parents": {}}
