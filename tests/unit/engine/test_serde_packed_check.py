@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import enum
 import math
 import struct
-import tracemalloc
 import uuid
 from typing import Any
 
@@ -32,27 +30,20 @@ from engine.checkpoint.serde.jsonplus import (
     _exact_dumps,
 )
 from engine.errors import SerializationError
-from tests._support.serde_values import records, walked
+from tests._support.serde_values import (
+    Color,
+    Level,
+    Name,
+    Ratio,
+    records,
+    traced_peak,
+    tree,
+    walked,
+)
 
 pytestmark = pytest.mark.skipif(
     not packed_check.AVAILABLE, reason="ormsgpack is a dependency; checked when present"
 )
-
-
-class Color(enum.Enum):
-    RED = "red"
-
-
-class Level(enum.IntEnum):
-    HIGH = 1
-
-
-class Name(str):
-    pass
-
-
-class Ratio(float):
-    pass
 
 
 @dataclasses.dataclass
@@ -164,30 +155,6 @@ def test_without_ormsgpack_the_level_check_answers(
     assert JsonPlusSerializer().dumps(rows) == walked(rows)
 
 
-leaf = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**80), max_value=2**80),
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=5),
-    st.sampled_from(
-        [Color.RED, Level.HIGH, uuid.UUID(int=1), (1, "t"), b"x", Name("n"), Ratio(2)]
-    ),
-)
-tree = st.recursive(
-    leaf,
-    lambda inner: st.one_of(
-        st.lists(inner, min_size=0, max_size=MIN_ITEMS + 2),
-        st.dictionaries(
-            st.one_of(st.text(max_size=4), st.sampled_from([TAG, 3, Name("k")])),
-            inner,
-            max_size=MIN_ITEMS + 2,
-        ),
-    ),
-    max_leaves=12,
-)
-
-
 def _holds_bytes(value: Any) -> bool:
     if isinstance(value, bytes):
         return True
@@ -212,14 +179,6 @@ def test_the_check_holds_no_more_bytes_at_once_than_the_write() -> None:
     rows = [{"id": i, "text": "x" * 2000} for i in range(2048)]
     total = len(JsonPlusSerializer().dumps(rows))
 
-    def peak(call: Any) -> int:
-        tracemalloc.start()
-        try:
-            call()
-            return tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
-
-    checked = peak(lambda: packs_plain(rows, TAG))
+    checked = traced_peak(lambda: packs_plain(rows, TAG))
     assert checked < total / 4  # a slice at a time, never the whole value
-    assert checked <= peak(lambda: _exact_dumps(rows)) * 1.2
+    assert checked <= traced_peak(lambda: _exact_dumps(rows)) * 1.2

@@ -7,8 +7,6 @@ the stored bytes are the same whichever path runs.
 
 from __future__ import annotations
 
-import enum
-import tracemalloc
 import uuid
 from typing import Any
 
@@ -26,15 +24,7 @@ from engine.checkpoint.serde.jsonplus import (
     _Encoder,
     _small_plain,
 )
-from tests._support.serde_values import records, walked
-
-
-class Color(enum.Enum):
-    RED = "red"
-
-
-class Name(str):
-    pass
+from tests._support.serde_values import Color, Name, records, traced_peak, tree, walked
 
 
 def test_records_of_plain_values_are_plain() -> None:
@@ -114,28 +104,6 @@ def test_a_refused_container_is_not_checked_again_part_by_part(
     assert JsonPlusSerializer().loads(JsonPlusSerializer().dumps(value)) == value
 
 
-leaf = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**80), max_value=2**80),
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=5),
-    st.sampled_from([Color.RED, uuid.UUID(int=1), (1, "t"), b"x", Name("n")]),
-)
-tree = st.recursive(
-    leaf,
-    lambda inner: st.one_of(
-        st.lists(inner, min_size=0, max_size=MIN_ITEMS + 2),
-        st.dictionaries(
-            st.one_of(st.text(max_size=4), st.sampled_from([TAG, 3])),
-            inner,
-            max_size=MIN_ITEMS + 2,
-        ),
-    ),
-    max_leaves=12,
-)
-
-
 @settings(max_examples=60, deadline=None)
 @given(st.lists(tree, min_size=MIN_ITEMS, max_size=MIN_ITEMS + 4))
 def test_stored_bytes_do_not_depend_on_the_path(value: list[Any]) -> None:
@@ -205,13 +173,8 @@ def test_the_check_keeps_little_alive_however_large_the_value() -> None:
     """A level is checked a chunk at a time: the lists the check makes stay small
     (whole levels of 20,000 records' fields were ~1.4 MB at once)."""
     value = [{"id": i, "text": f"item {i}", "tags": ["a", "b"]} for i in range(20_000)]
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
-        assert is_plain_tree(value, _PLAIN, TAG)
-        peak = tracemalloc.get_traced_memory()[1] - before
-    finally:
-        tracemalloc.stop()
+    plain: list[bool] = []
+    peak = traced_peak(lambda: plain.append(is_plain_tree(value, _PLAIN, TAG)))
+    assert plain == [True]
     # the list's own items (one get_referents call: 160 KB) plus a few chunks
     assert peak < 320_000, peak
