@@ -33,6 +33,7 @@ from engine._internal._constants import (
 from engine._internal._scope import TaskScope, current_scope
 from engine._internal._typing import MISSING, RunnableConfig
 from engine.channels.base import BaseChannel
+from engine.channels.last_value import LastValue
 from engine.channels.topic import Topic
 from engine.checkpoint.base import (
     BaseCheckpointSaver,
@@ -312,8 +313,12 @@ class Pregel(RunMethods, StateMethods, SchemaMethods):
         for key in keys:
             channel = channels[key]
             if key in written:
+                pending = written[key]
+                if type(channel) is LastValue and len(pending) == 1:
+                    values[key] = pending[0]  # what its update would hold
+                    continue
                 channel = channel.copy()
-                channel.update(written[key])
+                channel.update(pending)
             value = channel.peek()
             if value is not MISSING:
                 values[key] = value

@@ -708,6 +708,53 @@ def test_conditional_edges_loop_until_end() -> None:
     assert builder.compile().invoke({"x": 0}) == {"x": 3, "log": [0, 1, 2]}
 
 
+class Routed(TypedDict, total=False):
+    x: int | None
+    log: Annotated[list[Any], operator.add]
+    kept: str
+
+
+def test_a_conditional_edge_sees_its_nodes_own_writes() -> None:
+    """The router reads the state as the node's writes will leave it: a plain key
+    holds the written value (None included), a reducer key the merged one, an
+    unwritten key what it held."""
+    seen: list[tuple[Any, list[Any], str]] = []
+
+    def step(s: Routed) -> dict[str, Any]:
+        x = s.get("x")
+        if x is None:
+            return {"x": 0}
+        return {"x": None if x == 2 else x + 1, "log": [x]}
+
+    def route(s: Routed) -> str:
+        seen.append((s.get("x"), list(s.get("log", [])), s["kept"]))
+        return "step" if s.get("x") is not None else END
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(Routed)
+    builder.add_node("step", step)
+    builder.add_edge(START, "step")
+    builder.add_conditional_edges("step", route)
+
+    out = builder.compile().invoke({"x": None, "kept": "k"})
+    assert seen == [
+        (0, [], "k"),
+        (1, [0], "k"),
+        (2, [0, 1], "k"),
+        (None, [0, 1, 2], "k"),
+    ]
+    assert out == {"x": None, "log": [0, 1, 2], "kept": "k"}
+
+
+def test_a_conditional_edge_after_two_writes_to_a_plain_key_refuses_them() -> None:
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(Routed)
+    builder.add_node("twice", lambda s: Command(update=[("x", 1), ("x", 2)]))
+    builder.add_edge(START, "twice")
+    builder.add_conditional_edges("twice", lambda s: END)
+
+    with pytest.raises(InvalidUpdateError):
+        builder.compile().invoke({"kept": "k"})
+
+
 class FanOut(TypedDict):
     items: list[int]
     results: Annotated[list[Any], operator.add]
