@@ -97,7 +97,7 @@ def packs_plain(root: dict[Any, Any] | list[Any], tag: str) -> bool | None:
     return True
 
 
-PACK_ITEMS = 256
+PACK_ITEMS = 128
 """Items of a long list packed at a time by ``packs_plain``: as many as the JSON
 write then writes at a time (``jsonplus.CHUNK_ITEMS``), so the check never holds
 more bytes at once than the write does (as fast as larger slices)."""

