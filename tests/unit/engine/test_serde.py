@@ -15,6 +15,7 @@ import pydantic
 import pytest
 
 from engine.checkpoint.serde.jsonplus import (
+    CHUNK_ITEMS,
     JsonPlusSerializer,
     PlainDict,
     UnknownObject,
@@ -342,7 +343,12 @@ def test_unknown_object_round_trips(serde: JsonPlusSerializer) -> None:
     assert serde.loads_typed(serde.dumps_typed(unknown)) == unknown
 
 
-@pytest.mark.parametrize("n", [0, 1, 255, 256, 257, 512, 513, 3000])
+_C = CHUNK_ITEMS  # lengths around each chunk boundary, and a few fixed ones
+
+
+@pytest.mark.parametrize(
+    "n", sorted({0, 1, _C - 1, _C, _C + 1, 2 * _C, 2 * _C + 1, 255, 256, 257, 3000})
+)
 def test_long_lists_and_states_holding_them_dump_exactly_like_orjson(
     serde: JsonPlusSerializer, n: int
 ) -> None:
