@@ -516,9 +516,14 @@ def requeue_expired() -> int:
     """
     now = timezone.now()
     expired = Run.objects.filter(status=Run.Status.RUNNING, lease_expires_at__lt=now)
+    found = list(expired.values_list("pk", "attempt"))
+    if not found:  # the usual case: one query a claim, no update
+        return 0
     limit = max_attempts()
-    for run_id in expired.filter(attempt__gte=limit).values_list("pk", flat=True):
-        give_up(run_id, now)
+    for run_id, attempt in found:
+        if attempt >= limit:
+            give_up(run_id, now)
+    # the update filters again: a run renewed since the read stays its worker's
     count = expired.filter(attempt__lt=limit).update(
         status=Run.Status.PENDING,
         lease_owner="",

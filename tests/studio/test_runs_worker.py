@@ -179,6 +179,42 @@ def test_expired_lease_is_requeued_and_continues_from_its_checkpoint(
     assert run.status == Run.Status.SUCCESS and run.attempt == 2
 
 
+def test_a_lease_sweep_finding_nothing_expired_reads_once_and_writes_nothing(
+    alice: User, django_assert_num_queries: Any
+) -> None:
+    run = runs.start_run(graph="slow", user=alice, input={"text": "a"})
+    assert Worker(name="alive").claim() is not None  # running, its lease ahead
+
+    with django_assert_num_queries(1):  # every claim sweeps first
+        assert runs.requeue_expired() == 0
+
+    run.refresh_from_db()
+    assert run.status == Run.Status.RUNNING and run.lease_owner == "alive"
+
+
+def test_a_lease_sweep_leaves_a_run_renewed_after_it_read(
+    alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = runs.start_run(graph="slow", user=alice, input={"text": "a"})
+    assert Worker(name="slow-beat").claim() is not None
+    Run.objects.filter(pk=run.pk).update(
+        lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    limit = runs.max_attempts()
+
+    def renewed_after_the_read() -> int:  # asked between the read and the update
+        Run.objects.filter(pk=run.pk).update(
+            lease_expires_at=timezone.now() + timedelta(seconds=30)
+        )
+        return limit
+
+    monkeypatch.setattr(runs, "max_attempts", renewed_after_the_read)
+
+    assert runs.requeue_expired() == 0
+    run.refresh_from_db()
+    assert run.status == Run.Status.RUNNING and run.lease_owner == "slow-beat"
+
+
 def test_cancel_a_pending_run(alice: User) -> None:
     run = runs.start_run(
         graph="slow", user=alice, input={"text": "a"}, after_seconds=60
