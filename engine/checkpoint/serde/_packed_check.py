@@ -98,9 +98,9 @@ def packs_plain(root: dict[Any, Any] | list[Any], tag: str) -> bool | None:
 
 
 PACK_ITEMS = 128
-"""Items of a long list packed at a time by ``packs_plain``: as many as the JSON
-write then writes at a time (``jsonplus.CHUNK_ITEMS``), so the check never holds
-more bytes at once than the write does (as fast as larger slices)."""
+"""Items of a long list packed at a time by ``packs_plain``; the JSON write then
+writes as many at a time (``jsonplus.CHUNK_ITEMS`` is this value), so the check
+never holds more bytes at once than the write does (as fast as larger slices)."""
 
 
 def _part_is_plain(part: Any, marker: bytes) -> bool | None:

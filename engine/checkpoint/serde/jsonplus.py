@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from engine.checkpoint.serde._packed_check import packs_plain
+from engine.checkpoint.serde._packed_check import PACK_ITEMS, packs_plain
 from engine.checkpoint.serde._plain_tree import MIN_ITEMS, is_plain_tree
 from engine.checkpoint.serde.event_hooks import emit_serde_event
 from engine.errors import ErrorCode, SerializationError, error_message
@@ -760,11 +760,12 @@ def _small_plain(obj: Any) -> bool:
     return True
 
 
-CHUNK_ITEMS = 128
+CHUNK_ITEMS = PACK_ITEMS
 """Lists longer than this are written ``CHUNK_ITEMS`` items at a time (see
-:func:`_exact_dumps`). orjson's buffer for a chunk reserves several times its
-JSON: at 128 records of ~55 bytes a dump of 5,000 peaks at 1.13x its JSON
-(1.28x at 256 items a chunk), in the same time."""
+:func:`_exact_dumps`): as many as the plainness check packs at a time, one value
+for both, so the check never holds more at once than the write. orjson's buffer
+for a chunk reserves several times its JSON: at 128 records of ~55 bytes a dump
+of 5,000 peaks at 1.13x its JSON (1.28x at 256 items a chunk), in the same time."""
 
 
 def _exact_dumps(value: Any) -> bytes:
