@@ -179,7 +179,15 @@ class Run(models.Model):
 
     class Meta:
         indexes = [
-            models.Index(fields=["status", "not_before", "created_at"]),
+            # The queue in claim order (``services.runs.claim``): a run's status,
+            # then its age. The claim walks the pending ones oldest first until a
+            # due run whose thread is free; no finished run is read on the way
+            # (an index of all runs by ``created_at`` made Postgres read past
+            # every finished run older than the queue: 14 ms a claim with
+            # 100,000 of them). Not partial: a parameterized plan could not use it.
+            models.Index(
+                fields=["status", "created_at"], name="studio_run_queue_order"
+            ),
             models.Index(fields=["thread", "-created_at"]),
         ]
         constraints = [

@@ -607,7 +607,9 @@ def claim(owner: str, lease_seconds: float = LEASE_SECONDS) -> Run | None:
 
 
 def _candidates(now: Any) -> QuerySet[Run]:
-    """Due pending runs of threads with no running run, oldest first."""
+    """Due pending runs of threads with no running run, oldest first: read in
+    that order through the ``(status, created_at)`` index (``studio_run_queue_order``),
+    so a claim stops at the first that can go and never reads a finished run."""
     return (
         Run.objects.filter(status=Run.Status.PENDING, not_before__lte=now)
         .exclude(thread__runs__status=Run.Status.RUNNING)
