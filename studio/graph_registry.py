@@ -62,11 +62,35 @@ def graph_specs() -> dict[str, str]:
 
 
 def _file_specs(path_text: str) -> dict[str, str]:
+    """The ``graphs`` map of the ``STUDIO_GRAPHS_FILE`` file, read again only when
+    the file changed (its modification time or size): a worker asks for it twice
+    a run, pages on every render, and reading it resolved every ``.py`` entry's
+    path again each time."""
     if not path_text:
         return {}
     path = Path(path_text)
     if not path.is_absolute():
         path = Path(settings.BASE_DIR) / path
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise GraphLoadError(
+            "*", str(path), f"cannot read the graphs file: {exc}"
+        ) from exc
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    cached = _file_cache.get(key)
+    if cached is None:
+        cached = _read_graphs_file(path)
+        with _lock:
+            _file_cache.clear()  # one file at a time: the setting names one
+            _file_cache[key] = cached
+    return dict(cached)
+
+
+_file_cache: dict[tuple[str, int, int], dict[str, str]] = {}
+
+
+def _read_graphs_file(path: Path) -> dict[str, str]:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -199,6 +223,11 @@ def _load(name: str, spec: str) -> Any:
 
 
 def import_file(target: str) -> Any:
+    """The module of the file ``target`` (relative to the repository root), imported
+    once under a name made of its resolved path."""
+    known = _module_names.get(target)
+    if known is not None and known in sys.modules:
+        return sys.modules[known]  # without resolving its path again
     path = Path(target)
     if not path.is_absolute():
         path = Path(settings.BASE_DIR) / path
@@ -207,6 +236,7 @@ def import_file(target: str) -> Any:
     ).hexdigest()[:10]
     module_name = f"_studio_graph_{path.stem}_{digest}"
     if module_name in sys.modules:
+        _module_names[target] = module_name
         return sys.modules[module_name]
     module_spec = importlib.util.spec_from_file_location(module_name, path)
     if module_spec is None or module_spec.loader is None or not path.is_file():
@@ -218,4 +248,9 @@ def import_file(target: str) -> Any:
     except BaseException:
         del sys.modules[module_name]
         raise
+    _module_names[target] = module_name
     return module
+
+
+_module_names: dict[str, str] = {}
+"""``import_file``'s targets and the names their modules were imported under."""

@@ -475,27 +475,37 @@ def cancel_requested(run: Run) -> str:
     return action or ""
 
 
-def settle_thread(thread_id: str) -> None:
-    """Set a thread's status from its runs and its last run's outcome."""
+def settle_thread(
+    thread_id: str, ended: tuple[str, dict[str, Any] | None] | None = None
+) -> None:
+    """Set a thread's status from its runs and its last run's outcome.
+
+    ``ended``: the status and output a worker just stored for its own run, which
+    is then the thread's last started run (a thread's runs go one at a time, in
+    the order they were queued) and is not read back.
+    """
     now = timezone.now()
     if Run.objects.filter(thread_id=thread_id, status__in=ACTIVE).exists():
         Thread.objects.filter(pk=thread_id).update(
             status=Thread.Status.BUSY, updated_at=now
         )
         return
-    last = (
-        Run.objects.filter(thread_id=thread_id)
-        .exclude(started_at=None)
-        .order_by("-started_at")
-        .first()
-    )
+    if ended is None:
+        last = (
+            Run.objects.filter(thread_id=thread_id)
+            .exclude(started_at=None)
+            .order_by("-started_at")
+            .values_list("status", "output")
+            .first()
+        )
+    else:
+        last = ended
     status = Thread.Status.IDLE
     if last is not None:
-        if last.status == Run.Status.ERROR:
+        last_status, output = last
+        if last_status == Run.Status.ERROR:
             status = Thread.Status.ERROR
-        elif last.status == Run.Status.SUCCESS and (last.output or {}).get(
-            "interrupted"
-        ):
+        elif last_status == Run.Status.SUCCESS and (output or {}).get("interrupted"):
             status = Thread.Status.INTERRUPTED
     Thread.objects.filter(pk=thread_id).update(status=status, updated_at=now)
 
@@ -600,7 +610,6 @@ def claim(owner: str, lease_seconds: float = LEASE_SECONDS) -> Run | None:
         if run is None:
             return None
         if claimed:
-            run.refresh_from_db()
             return run
         busy.add(run.thread_id)
     return None
@@ -622,34 +631,39 @@ def _claim_one(
     owner: str, lease_seconds: float, now: Any, busy: set[str]
 ) -> tuple[Run | None, bool]:
     """One try of :func:`claim`: ``(None, False)`` when nothing is due, else the
-    candidate and whether this owner took it."""
+    candidate and whether this owner took it.
+
+    A claimed run is returned as stored after the claim (with its creator, which
+    the worker reads), without reading it again: on Postgres its row is locked
+    from the moment it is read, and on SQLite the update succeeds only on the
+    newest snapshot, so what was read is what is stored but for what the claim
+    wrote."""
     postgres = connection.vendor == "postgresql"
     with transaction.atomic():
-        candidates = _candidates(now).exclude(thread_id__in=busy)
+        candidates = (
+            _candidates(now).exclude(thread_id__in=busy).select_related("created_by")
+        )
         if postgres:
             candidates = candidates.select_for_update(skip_locked=True, of=("self",))
         run = candidates.first()
         if run is None:
             return None, False
         if postgres:
-            # serialize per thread: one running run at a time
+            # serialize with the thread's other writers (a new run's strategy, a
+            # settle); a run of it gone running since the read is refused below
             Thread.objects.select_for_update().filter(pk=run.thread_id).first()
-            if Run.objects.filter(
-                thread_id=run.thread_id, status=Run.Status.RUNNING
-            ).exists():
-                return run, False
+        claim = {
+            "status": Run.Status.RUNNING,
+            "lease_owner": owner,
+            "lease_expires_at": now + timedelta(seconds=lease_seconds),
+            "started_at": run.started_at or now,
+            "updated_at": now,
+        }
         try:
             with transaction.atomic():  # a savepoint: the claim fails alone
                 claimed = Run.objects.filter(
                     pk=run.pk, status=Run.Status.PENDING
-                ).update(
-                    status=Run.Status.RUNNING,
-                    lease_owner=owner,
-                    lease_expires_at=now + timedelta(seconds=lease_seconds),
-                    started_at=run.started_at or now,
-                    updated_at=now,
-                    attempt=F("attempt") + 1,
-                )
+                ).update(attempt=F("attempt") + 1, **claim)
         except IntegrityError:
             # the thread got a running run meanwhile: the partial unique index
             # ``studio_run_one_running_per_thread`` refused this one, still pending
@@ -660,6 +674,9 @@ def _claim_one(
         Thread.objects.filter(pk=run.thread_id).update(
             status=Thread.Status.BUSY, updated_at=now
         )
+    for field, value in claim.items():
+        setattr(run, field, value)
+    run.attempt += 1
     return run, True
 
 

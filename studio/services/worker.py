@@ -259,7 +259,7 @@ class Worker:
                 return
             if output.get("checkpointed"):
                 Thread.objects.filter(pk=run.thread_id).update(has_state=True)
-            settle_thread(run.thread_id)
+            settle_thread(run.thread_id, ended=(status, output))
             last = RunEvent.objects.create(
                 run=run,
                 thread_id=run.thread_id,

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -86,3 +88,52 @@ def test_changing_the_setting_drops_loaded_graphs() -> None:
         registry.get_graph("g")
 
     assert graphs_for_tests.calls == ["build", "build"]
+
+
+def _graphs_file(path: Path, graphs: dict[str, str]) -> None:
+    path.write_text(json.dumps({"graphs": graphs}))
+
+
+def test_a_graphs_file_is_read_again_only_when_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graphs = tmp_path / "langgraph.json"
+    _graphs_file(graphs, {"one": f"{MODULE}:graph"})
+    reads: list[Path] = []
+    read = registry._read_graphs_file
+    monkeypatch.setattr(
+        registry, "_read_graphs_file", lambda path: reads.append(path) or read(path)
+    )
+
+    with override_settings(STUDIO_GRAPHS_FILE=str(graphs)):
+        assert registry.graph_names() == ["one"]
+        assert registry.graph_names() == ["one"]
+        assert len(reads) == 1  # unchanged: not read again
+
+        _graphs_file(graphs, {"one": f"{MODULE}:graph", "two": f"{MODULE}:build"})
+        later = graphs.stat().st_mtime_ns + 1_000_000_000  # whatever the clock's step
+        os.utime(graphs, ns=(later, later))
+        assert registry.graph_names() == ["one", "two"]
+        assert len(reads) == 2
+
+        graphs.unlink()
+        with pytest.raises(
+            registry.GraphLoadError, match="cannot read the graphs file"
+        ):
+            registry.graph_names()
+
+
+def test_a_graphs_files_py_entries_resolve_next_to_it_and_import_once(
+    tmp_path: Path,
+) -> None:
+    source = Path(graphs_for_tests.__file__)
+    (tmp_path / "agent.py").write_text(source.read_text())
+    graphs = tmp_path / "langgraph.json"
+    _graphs_file(graphs, {"agent": "./agent.py:graph"})
+
+    with override_settings(STUDIO_GRAPHS_FILE=str(graphs)):
+        spec = registry.graph_specs()["agent"]
+        assert spec == f"{(tmp_path / 'agent.py').resolve()}:graph"
+        first = registry.get_graph("agent")
+        assert registry.declared("agent", "graph") is first
+        assert registry.import_file(spec.rpartition(":")[0]).graph is first

@@ -1,6 +1,7 @@
-"""A claim reads the run queue in order by its own index (migration 0011).
+"""A claim: it reads the run queue in order by its own index (migration 0011) and
+hands back the run as stored, in few statements.
 
-Collected twice: by ``test_run_queue_index.py`` on the suite's database (SQLite),
+Collected twice: by ``test_run_queue_claim.py`` on the suite's database (SQLite),
 and by the same file's Postgres test in a child pytest on a real Postgres, whose
 planner is the one that read past every finished run before the index: with an
 index of all runs by ``created_at`` the claim walked it from the oldest run,
@@ -14,6 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -109,3 +111,68 @@ def test_a_claim_walks_past_a_run_not_due_and_a_busy_thread_in_queue_order() -> 
     again = runs.claim("worker-b")  # "second" waits behind "first" on its thread
     assert again is not None and again.pk == "other"
     assert runs.claim("worker-c") is None
+
+
+def test_a_claimed_run_is_handed_back_as_stored_with_its_creator() -> None:
+    alice = User.objects.create_user("alice")
+    queued = _run(
+        "queued",
+        Run.Status.PENDING,
+        timedelta(minutes=1),
+        created_by=alice,
+        input={"text": "a"},
+        config={"tags": ["x"]},
+        attempt=1,
+    )
+
+    with CaptureQueriesContext(connection) as captured:
+        claimed = runs.claim("worker-a")
+        assert claimed is not None and claimed.created_by == alice  # read with it
+
+    stored = Run.objects.get(pk=queued.pk)
+    for field in Run._meta.concrete_fields:
+        assert getattr(claimed, field.attname) == getattr(stored, field.attname), field
+    assert (stored.status, stored.lease_owner, stored.attempt) == (
+        "running",
+        "worker-a",
+        2,
+    )
+    # the read, the thread's lock (Postgres), the update (in a savepoint), the
+    # thread's status; nothing read back after (savepoints not counted)
+    statements = [
+        q["sql"]
+        for q in captured.captured_queries
+        if not q["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))
+    ]
+    expected = 4 if connection.vendor == "postgresql" else 3
+    assert len(statements) == expected, statements
+    assert not any("auth_user" in sql for sql in statements[1:]), statements
+
+
+@pytest.mark.parametrize(
+    ("status", "output", "thread_status"),
+    [
+        (Run.Status.SUCCESS, {"checkpointed": True}, Thread.Status.IDLE),
+        (Run.Status.SUCCESS, {"interrupted": True}, Thread.Status.INTERRUPTED),
+        (Run.Status.ERROR, {}, Thread.Status.ERROR),
+    ],
+)
+def test_a_thread_settles_from_the_run_its_worker_just_ended_or_from_its_runs(
+    status: str, output: dict[str, Any], thread_status: str
+) -> None:
+    ended = _run("ended", status, timedelta(minutes=1), output=output)
+    Run.objects.filter(pk=ended.pk).update(started_at=timezone.now())
+    thread_id = ended.thread_id
+
+    with CaptureQueriesContext(connection) as told:
+        runs.settle_thread(thread_id, ended=(status, output))
+    assert Thread.objects.get(pk=thread_id).status == thread_status
+    assert len(told.captured_queries) == 2  # the active runs' check, the update
+    Thread.objects.filter(pk=thread_id).update(status=Thread.Status.BUSY)
+
+    runs.settle_thread(thread_id)  # read from its runs: the same
+    assert Thread.objects.get(pk=thread_id).status == thread_status
+
+    _run("next", Run.Status.PENDING, timedelta(0), thread=ended.thread)
+    runs.settle_thread(thread_id, ended=(status, output))  # another run waits
+    assert Thread.objects.get(pk=thread_id).status == Thread.Status.BUSY
