@@ -11,10 +11,10 @@ from __future__ import annotations
 import hashlib
 import secrets
 import uuid
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
-from django.db import models
+from django.db import connections, models
 from django.db.models import Q
 from django.utils import timezone
 
@@ -231,6 +231,33 @@ class RunEventManager(models.Manager["RunEvent"]):
         for row in rows:
             row.checkpoint_id = root_checkpoint_id(row.kind, row.payload)
         return super().bulk_create(rows, *args, **kwargs)
+
+    def create_while_held(self, rows: list[RunEvent], run_id: str, owner: str) -> bool:
+        """Store ``rows`` (events of the run ``run_id``) only while ``owner`` holds
+        that run (``running``, its lease owner), in one statement; False, with
+        nothing stored, when it does not. Stored rows get their ids.
+
+        The check is part of the insert: on Postgres it locks the run's row, so
+        a takeover (the lease swept, another worker's claim) waits for the
+        insert, and an insert that waited for a takeover finds the run no longer
+        held (the row is checked again once the lock is granted); SQLite runs
+        one writer at a time. What a row stores is what :meth:`bulk_create`
+        stores (same fields, same JSON)."""
+        if not rows:
+            return True
+        for row in rows:
+            row.checkpoint_id = root_checkpoint_id(row.kind, row.payload)
+        sql, params = _held_insert(self.db, rows, run_id, owner)
+        with connections[self.db].cursor() as cursor:
+            cursor.execute(sql, params)
+            ids = sorted(row[0] for row in cursor.fetchall())
+        if not ids:
+            return False
+        for row, pk in zip(rows, ids, strict=True):  # ids follow the rows' order
+            row.pk = pk
+            row._state.adding = False
+            row._state.db = self.db
+        return True
 
 
 class RunEvent(models.Model):
@@ -526,3 +553,52 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"worker {self.name}"
+
+
+_EVENT_COLUMNS = (
+    "run_id",
+    "thread_id",
+    "kind",
+    "payload",
+    "checkpoint_id",
+    "created_at",
+)
+
+
+def _held_insert(
+    alias: str, rows: list[RunEvent], run_id: str, owner: str
+) -> tuple[str, list[Any]]:
+    """``RunEventManager.create_while_held``'s statement and its parameters."""
+    connection = connections[alias]
+    events = RunEvent._meta.db_table
+    runs = connection.ops.quote_name(Run._meta.db_table)
+    payload = cast("models.Field[Any, Any]", RunEvent._meta.get_field("payload"))
+    created = cast("models.Field[Any, Any]", RunEvent._meta.get_field("created_at"))
+    columns = ", ".join(connection.ops.quote_name(c) for c in _EVENT_COLUMNS)
+    held = (
+        f"SELECT 1 FROM {runs} WHERE run_id = %s AND status = %s AND lease_owner = %s"
+    )
+    columns_of = [
+        [row.run_id for row in rows],
+        [row.thread_id for row in rows],
+        [row.kind for row in rows],
+        [payload.get_db_prep_save(row.payload, connection) for row in rows],
+        [row.checkpoint_id for row in rows],
+        [created.get_db_prep_save(row.created_at, connection) for row in rows],
+    ]
+    if connection.vendor == "postgresql":
+        source = (
+            "SELECT * FROM UNNEST(%s::varchar[], %s::varchar[], %s::varchar[], "
+            "%s::jsonb[], %s::varchar[], %s::timestamptz[])"
+        )
+        params: list[Any] = list(columns_of)
+        held += " FOR UPDATE"
+    else:
+        one = "(" + ", ".join(["%s"] * len(_EVENT_COLUMNS)) + ")"
+        source = "SELECT * FROM (VALUES " + ", ".join([one] * len(rows)) + ")"
+        params = [value for values in zip(*columns_of, strict=True) for value in values]
+    sql = (
+        f"INSERT INTO {connection.ops.quote_name(events)} ({columns}) {source} "
+        f"WHERE EXISTS ({held}) RETURNING id"
+    )
+    return sql, [*params, run_id, Run.Status.RUNNING, owner]

@@ -18,8 +18,6 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from django.db import transaction
-
 from engine import events as ev
 from engine.checkpoint.serde.jsonplus import JsonPlusSerializer
 from studio.groups import thread_group
@@ -330,10 +328,11 @@ class EventWriter:
     each notification, so one notification per batch (its last id) is enough.
 
     With an ``owner`` (a worker's lease name), a batch is stored only while that
-    worker still holds the run (``running``, its lease owner), checked under a
-    lock on the run's row in the same transaction: a worker stopped past its
-    lease (a zombie) whose run another worker took over stores nothing more when
-    it wakes up; :attr:`lost` says so.
+    worker still holds the run (``running``, its lease owner), checked by the
+    insert itself under a lock on the run's row
+    (:meth:`~studio.models.RunEventManager.create_while_held`, one statement): a
+    worker stopped past its lease (a zombie) whose run another worker took over
+    stores nothing more when it wakes up; :attr:`lost` says so.
     """
 
     def __init__(self, run: Run, owner: str = "") -> None:
@@ -365,26 +364,16 @@ class EventWriter:
             return
         batch, self.pending = self.pending, []
         if self.owner:
-            with transaction.atomic():
-                held = (
-                    Run.objects.select_for_update()
-                    .filter(
-                        pk=self.run.pk,
-                        status=Run.Status.RUNNING,
-                        lease_owner=self.owner,
+            if not RunEvent.objects.create_while_held(batch, self.run.pk, self.owner):
+                if not self.lost:
+                    log.warning(
+                        "run %s: %s lost its lease; its events are not stored",
+                        self.run.pk,
+                        self.owner,
                     )
-                    .values_list("pk", flat=True)
-                )
-                if not list(held):
-                    if not self.lost:
-                        log.warning(
-                            "run %s: %s lost its lease; its events are not stored",
-                            self.run.pk,
-                            self.owner,
-                        )
-                    self.lost = True
-                    return
-                created = RunEvent.objects.bulk_create(batch)
+                self.lost = True
+                return
+            created = batch
         else:
             created = RunEvent.objects.bulk_create(batch)
         last = created[-1]

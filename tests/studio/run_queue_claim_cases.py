@@ -1,5 +1,7 @@
-"""A claim: it reads the run queue in order by its own index (migration 0011) and
-hands back the run as stored, in few statements.
+"""A worker's hold on a run: a claim reads the run queue in order by its own index
+(migration 0011) and hands back the run as stored, in few statements; a thread
+settles from the run its worker ended; the run's events are stored only while
+its worker holds it, checked by the insert itself.
 
 Collected twice: by ``test_run_queue_claim.py`` on the suite's database (SQLite),
 and by the same file's Postgres test in a child pytest on a real Postgres, whose
@@ -11,6 +13,8 @@ not start with ``test_``, so it is not collected a third time.
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -20,8 +24,8 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from studio.models import Run, Thread
-from studio.services import runs
+from studio.models import Run, RunEvent, Thread
+from studio.services import run_log, runs
 
 pytestmark = pytest.mark.django_db
 
@@ -176,3 +180,96 @@ def test_a_thread_settles_from_the_run_its_worker_just_ended_or_from_its_runs(
     _run("next", Run.Status.PENDING, timedelta(0), thread=ended.thread)
     runs.settle_thread(thread_id, ended=(status, output))  # another run waits
     assert Thread.objects.get(pk=thread_id).status == Thread.Status.BUSY
+
+
+def _held_run(owner: str = "worker-a") -> Run:
+    return _run("held", Run.Status.RUNNING, timedelta(minutes=1), lease_owner=owner)
+
+
+def _batch(run: Run) -> list[RunEvent]:
+    payloads = [
+        (
+            "task.start",
+            {"node": "plan", "note": "caf\u00e9 \u2713", "n": [1, 2.5, None]},
+        ),
+        ("step", {"checkpoint_id": "c-1", "step": 1}),
+        ("step", {"checkpoint_id": "c-2", "ns": "child:1"}),  # a subgraph's: no id
+    ]
+    return [
+        RunEvent(run=run, thread_id=run.thread_id, kind=kind, payload=payload)
+        for kind, payload in payloads
+    ]
+
+
+def _stored(pks: list[int]) -> list[tuple[Any, ...]]:
+    fields = ("run_id", "thread_id", "kind", "payload", "checkpoint_id", "created_at")
+    rows = RunEvent.objects.filter(pk__in=pks).order_by("pk").values_list(*fields)
+    return [tuple(row) for row in rows]
+
+
+def test_a_held_runs_events_are_stored_as_bulk_create_stores_them() -> None:
+    run = _held_run()
+    held, plain = _batch(run), _batch(run)
+    for mine, theirs in zip(held, plain, strict=True):
+        theirs.created_at = mine.created_at
+
+    assert RunEvent.objects.create_while_held(held, run.pk, "worker-a")
+    RunEvent.objects.bulk_create(plain)
+
+    pks = [event.pk for event in held]
+    assert pks == sorted(pks) and all(pks)
+    assert _stored(pks) == _stored([event.pk for event in plain])
+    stored = RunEvent.objects.filter(pk__in=pks).order_by("pk")
+    assert [event.checkpoint_id for event in stored] == [None, "c-1", None]
+
+
+@pytest.mark.parametrize(
+    ("status", "owner"),
+    [
+        (Run.Status.RUNNING, "worker-b"),  # taken over
+        (Run.Status.PENDING, ""),  # swept back to the queue
+        (Run.Status.SUCCESS, ""),  # ended by someone else
+    ],
+)
+def test_events_of_a_run_its_worker_no_longer_holds_are_not_stored(
+    status: str, owner: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    run = _held_run()
+    Run.objects.filter(pk=run.pk).update(status=status, lease_owner=owner)
+    writer = run_log.EventWriter(run, owner="worker-a")
+
+    writer.add("task.start", {"node": "plan"})  # urgent: stored at once, or not
+    writer.add("task.start", {"node": "act"})
+
+    assert writer.lost and not RunEvent.objects.filter(run=run).exists()
+    assert caplog.text.count("lost its lease") == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_takeover_under_way_makes_the_waiting_insert_store_nothing() -> None:
+    """Postgres: the insert waits for the takeover's lock on the run, then finds
+    the run taken. (SQLite has one writer at a time: no insert is under way
+    while a takeover is.)"""
+    if connection.vendor != "postgresql":
+        pytest.skip("writers that overlap: Postgres only")
+    run = _held_run()
+    outcome: list[bool] = []
+
+    def insert() -> None:
+        try:
+            outcome.append(
+                RunEvent.objects.create_while_held(_batch(run), run.pk, "worker-a")
+            )
+        finally:
+            connection.close()
+
+    with transaction.atomic():  # the takeover, not committed yet
+        Run.objects.filter(pk=run.pk).update(lease_owner="worker-b")
+        waiting = threading.Thread(target=insert)
+        waiting.start()
+        time.sleep(0.3)
+        assert waiting.is_alive() and not outcome  # blocked on the run's row
+    waiting.join(10)
+
+    assert outcome == [False]
+    assert not RunEvent.objects.filter(run=run).exists()
