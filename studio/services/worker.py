@@ -70,6 +70,11 @@ log = logging.getLogger(__name__)
 CANCEL_CHECK_SECONDS = 0.5
 SWEEP_SECONDS = 5.0
 """How often a worker deletes temporary threads whose time came."""
+REQUEUE_SECONDS = 1.0
+"""How often a worker looks for runs whose lease ran out (their worker died) and
+queues them again: before its first claim, then at most this often, not before
+every claim (a busy worker claims dozens of runs a second; a lease lasts
+``LEASE_SECONDS``, so a dead worker's run waits at most this much longer)."""
 
 
 class _Cancelled(Exception):
@@ -107,6 +112,7 @@ class Worker:
         self.stopping = threading.Event()
         self._control: RunControl | None = None
         self._swept = 0.0
+        self._requeued = float("-inf")  # the first claim looks
 
     def drain(self, reason: str = "worker stopping") -> None:
         """Stop: claim nothing more, and end the run in progress at its next step.
@@ -133,11 +139,14 @@ class Worker:
         return claim(self.name, self.lease_seconds)
 
     def run_once(self) -> bool:
-        """Requeue expired leases, claim one run and execute it. False when idle.
+        """Requeue expired leases (at most every ``REQUEUE_SECONDS``), claim one
+        run and execute it. False when idle.
 
         Every few seconds it also deletes the temporary threads whose time came.
         """
-        self.requeue_expired()
+        if time.monotonic() - self._requeued >= REQUEUE_SECONDS:
+            self._requeued = time.monotonic()
+            self.requeue_expired()
         if time.monotonic() - self._swept >= SWEEP_SECONDS:
             self._swept = time.monotonic()
             sweep_temporary_threads()

@@ -13,6 +13,7 @@ from studio.errors import Conflict, ThreadNotFound
 from studio.models import PurchaseOutbox, Run, RunEvent, Thread
 from studio.reviews.decisions import decide
 from studio.services import access, runs
+from studio.services import worker as worker_module
 from studio.services.registered_graphs import runnable
 from studio.services.worker import Worker
 from tests._support.reviews import member
@@ -190,6 +191,28 @@ def test_a_lease_sweep_finding_nothing_expired_reads_once_and_writes_nothing(
 
     run.refresh_from_db()
     assert run.status == Run.Status.RUNNING and run.lease_owner == "alive"
+
+
+def test_a_busy_worker_sweeps_expired_leases_once_a_second_not_every_claim(
+    alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for text in ("a", "b", "c"):
+        runs.start_run(graph="slow", user=alice, input={"text": text})
+    worker = Worker(name="busy")
+    sweeps: list[float] = []
+    clock = [1000.0]
+    monkeypatch.setattr(worker_module.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(
+        worker_module, "requeue_expired", lambda: sweeps.append(clock[0]) or 0
+    )
+
+    assert worker.run_once()  # its first claim looks
+    clock[0] += worker_module.REQUEUE_SECONDS / 2
+    assert worker.run_once()  # half a second later: not again
+    clock[0] += worker_module.REQUEUE_SECONDS / 2
+    assert worker.run_once()  # a second after the first: again
+
+    assert sweeps == [1000.0, 1000.0 + worker_module.REQUEUE_SECONDS]
 
 
 def test_a_lease_sweep_leaves_a_run_renewed_after_it_read(
