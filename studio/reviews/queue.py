@@ -94,8 +94,16 @@ def waiting_review(thread: Thread, governance: Governance) -> WaitingReview | No
     return None
 
 
-def sync(thread_id: str) -> None:
-    """Bring the thread's ``ReviewRequest`` rows in line with its head checkpoint."""
+def sync(thread_id: str, graph: str | None = None) -> None:
+    """Bring the thread's ``ReviewRequest`` rows in line with its head checkpoint.
+
+    ``graph``: the thread's graph when the caller knows it (a worker: its run's,
+    which is its thread's); a graph whose questions no reviewer answers then
+    costs no read at all."""
+    if graph is not None:
+        governance = governance_for(graph)
+        if governance is None or governance.answered_by == "owner":
+            return
     thread = Thread.objects.filter(pk=thread_id).first()
     if thread is None:
         return

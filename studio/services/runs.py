@@ -476,18 +476,23 @@ def cancel_requested(run: Run) -> str:
 
 
 def settle_thread(
-    thread_id: str, ended: tuple[str, dict[str, Any] | None] | None = None
+    thread_id: str,
+    ended: tuple[str, dict[str, Any] | None] | None = None,
+    *,
+    has_state: bool = False,
 ) -> None:
     """Set a thread's status from its runs and its last run's outcome.
 
     ``ended``: the status and output a worker just stored for its own run, which
     is then the thread's last started run (a thread's runs go one at a time, in
-    the order they were queued) and is not read back.
+    the order they were queued) and is not read back. ``has_state``: the run
+    saved a checkpoint, so the thread now has a state (set in the same update).
     """
     now = timezone.now()
+    extra: dict[str, Any] = {"has_state": True} if has_state else {}
     if Run.objects.filter(thread_id=thread_id, status__in=ACTIVE).exists():
         Thread.objects.filter(pk=thread_id).update(
-            status=Thread.Status.BUSY, updated_at=now
+            status=Thread.Status.BUSY, updated_at=now, **extra
         )
         return
     if ended is None:
@@ -507,7 +512,7 @@ def settle_thread(
             status = Thread.Status.ERROR
         elif last_status == Run.Status.SUCCESS and (output or {}).get("interrupted"):
             status = Thread.Status.INTERRUPTED
-    Thread.objects.filter(pk=thread_id).update(status=status, updated_at=now)
+    Thread.objects.filter(pk=thread_id).update(status=status, updated_at=now, **extra)
 
 
 def max_attempts() -> int:

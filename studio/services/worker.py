@@ -266,9 +266,11 @@ class Worker:
             if not ended:  # our lease ran out and the run moved on: not ours to end
                 log.warning("run %s: lease lost before its end", run.run_id)
                 return
-            if output.get("checkpointed"):
-                Thread.objects.filter(pk=run.thread_id).update(has_state=True)
-            settle_thread(run.thread_id, ended=(status, output))
+            settle_thread(
+                run.thread_id,
+                ended=(status, output),
+                has_state=bool(output.get("checkpointed")),
+            )
             last = RunEvent.objects.create(
                 run=run,
                 thread_id=run.thread_id,
@@ -276,7 +278,7 @@ class Worker:
                 payload={"status": status, "error": error, **output},
             )
         run_log.publish(last)
-        _sync_reviews(run.thread_id)
+        _sync_reviews(run.thread_id, run.graph)
         if run.kwargs.get("temporary"):  # last: from now on the thread may go
             Thread.objects.filter(pk=run.thread_id).update(
                 delete_after=timezone.now() + temporary_grace()
@@ -467,10 +469,10 @@ def _final_values(run: Run) -> Any:
     return result
 
 
-def _sync_reviews(thread_id: str) -> None:
+def _sync_reviews(thread_id: str, graph: str) -> None:
     """Keep the reviewer console's queue in step with the thread (governed graphs only)."""
     try:
-        review_queue.sync(thread_id)
+        review_queue.sync(thread_id, graph)
     except Exception:  # the queue is an index: the next run or page load re-syncs it
         log.exception("could not sync the review queue for thread %s", thread_id)
 

@@ -177,6 +177,9 @@ def test_a_thread_settles_from_the_run_its_worker_just_ended_or_from_its_runs(
     runs.settle_thread(thread_id)  # read from its runs: the same
     assert Thread.objects.get(pk=thread_id).status == thread_status
 
+    runs.settle_thread(thread_id, ended=(status, output), has_state=True)
+    assert Thread.objects.filter(pk=thread_id, has_state=True).exists()
+
     _run("next", Run.Status.PENDING, timedelta(0), thread=ended.thread)
     runs.settle_thread(thread_id, ended=(status, output))  # another run waits
     assert Thread.objects.get(pk=thread_id).status == Thread.Status.BUSY

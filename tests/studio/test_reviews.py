@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from studio.errors import Conflict, Forbidden, InvalidInput, ThreadNotFound
 from studio.models import (
@@ -22,7 +24,9 @@ from studio.models import (
     PurchaseOutbox,
     ReviewRequest,
     Run,
+    Thread,
 )
+from studio.reviews import queue as review_queue
 from studio.reviews.decisions import decide
 from studio.reviews.governance import GovernedWrite
 from studio.reviews.queue import pending_count, pending_for
@@ -580,3 +584,15 @@ def test_a_retried_execute_buys_once(rita: User, rex: User) -> None:
     assert first["purchase_id"] == second["purchase_id"]
     assert PurchaseOutbox.objects.get().executions == 2
     assert purchase_once({**order, "amount_minor": 1}).get("refused")
+
+
+def test_a_workers_sync_for_a_graph_no_reviewer_answers_reads_nothing(
+    rita: User, django_assert_num_queries: Any
+) -> None:
+    thread = Thread.objects.create(graph="purchase", owner=rita)
+
+    with django_assert_num_queries(0):  # not governed: nothing to read or keep
+        review_queue.sync(thread.thread_id, "not-governed")
+    with CaptureQueriesContext(connection) as governed:
+        review_queue.sync(thread.thread_id, "purchase")
+    assert '"studio_thread"' in governed.captured_queries[0]["sql"]  # read, kept
