@@ -644,41 +644,50 @@ def _claim_one(
     newest snapshot, so what was read is what is stored but for what the claim
     wrote."""
     postgres = connection.vendor == "postgresql"
-    with transaction.atomic():
-        candidates = (
-            _candidates(now).exclude(thread_id__in=busy).select_related("created_by")
-        )
-        if postgres:
-            candidates = candidates.select_for_update(skip_locked=True, of=("self",))
-        run = candidates.first()
-        if run is None:
-            return None, False
-        if postgres:
-            # serialize with the thread's other writers (a new run's strategy, a
-            # settle); a run of it gone running since the read is refused below
-            Thread.objects.select_for_update().filter(pk=run.thread_id).first()
-        claim = {
-            "status": Run.Status.RUNNING,
-            "lease_owner": owner,
-            "lease_expires_at": now + timedelta(seconds=lease_seconds),
-            "started_at": run.started_at or now,
-            "updated_at": now,
-        }
-        try:
-            with transaction.atomic():  # a savepoint: the claim fails alone
-                claimed = Run.objects.filter(
-                    pk=run.pk, status=Run.Status.PENDING
-                ).update(attempt=F("attempt") + 1, **claim)
-        except IntegrityError:
-            # the thread got a running run meanwhile: the partial unique index
-            # ``studio_run_one_running_per_thread`` refused this one, still pending
-            log.info("claim by %s lost the race for thread %s", owner, run.thread_id)
-            return run, False
-        if not claimed:
-            return run, False
-        Thread.objects.filter(pk=run.thread_id).update(
-            status=Thread.Status.BUSY, updated_at=now
-        )
+    run: Run | None = None
+    try:
+        with transaction.atomic():
+            candidates = (
+                _candidates(now)
+                .exclude(thread_id__in=busy)
+                .select_related("created_by")
+            )
+            if postgres:
+                candidates = candidates.select_for_update(
+                    skip_locked=True, of=("self",)
+                )
+            run = candidates.first()
+            if run is None:
+                return None, False
+            if postgres:
+                # serialize with the thread's other writers (a new run's strategy,
+                # a settle); a run of it gone running since the read is refused below
+                Thread.objects.select_for_update().filter(pk=run.thread_id).values_list(
+                    "pk", flat=True
+                ).first()
+            claim = {
+                "status": Run.Status.RUNNING,
+                "lease_owner": owner,
+                "lease_expires_at": now + timedelta(seconds=lease_seconds),
+                "started_at": run.started_at or now,
+                "updated_at": now,
+            }
+            # the transaction's first write: when it fails, nothing else is lost
+            claimed = Run.objects.filter(pk=run.pk, status=Run.Status.PENDING).update(
+                attempt=F("attempt") + 1, **claim
+            )
+            if not claimed:
+                return run, False
+            Thread.objects.filter(pk=run.thread_id).update(
+                status=Thread.Status.BUSY, updated_at=now
+            )
+    except IntegrityError:
+        if run is None:  # not the claim's update: not ours to hide
+            raise
+        # the thread got a running run meanwhile: the partial unique index
+        # ``studio_run_one_running_per_thread`` refused this one, still pending
+        log.info("claim by %s lost the race for thread %s", owner, run.thread_id)
+        return run, False
     for field, value in claim.items():
         setattr(run, field, value)
     run.attempt += 1

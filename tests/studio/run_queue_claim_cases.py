@@ -141,16 +141,14 @@ def test_a_claimed_run_is_handed_back_as_stored_with_its_creator() -> None:
         "worker-a",
         2,
     )
-    # the read, the thread's lock (Postgres), the update (in a savepoint), the
-    # thread's status; nothing read back after (savepoints not counted)
-    statements = [
-        q["sql"]
-        for q in captured.captured_queries
-        if not q["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))
-    ]
-    expected = 4 if connection.vendor == "postgresql" else 3
+    # in its transaction (a savepoint here, inside the test's): the read, the
+    # thread's lock (Postgres), the update, the thread's status; nothing after
+    statements = [q["sql"] for q in captured.captured_queries]
+    assert statements[0].startswith("SAVEPOINT"), statements
+    assert statements[-1].startswith("RELEASE SAVEPOINT"), statements
+    expected = 6 if connection.vendor == "postgresql" else 5
     assert len(statements) == expected, statements
-    assert not any("auth_user" in sql for sql in statements[1:]), statements
+    assert not any("auth_user" in sql for sql in statements[2:]), statements
 
 
 @pytest.mark.parametrize(
