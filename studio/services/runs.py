@@ -38,12 +38,9 @@ from django.conf import settings
 from django.db import IntegrityError, close_old_connections, connection, transaction
 from django.db.models import (
     Count,
-    Exists,
     F,
-    OuterRef,
     ProtectedError,
     Q,
-    QuerySet,
 )
 from django.utils import timezone
 
@@ -53,7 +50,7 @@ from studio.models import AuditEntry, ReviewRequest, Run, RunEvent, Thread
 from studio.observability import observer, tracing
 from studio.reviews import audit
 from studio.reviews.governance import GovernedWrite, governance_for
-from studio.services import run_log
+from studio.services import run_log, run_queue
 from studio.services.access import can_change, can_see, writable_thread
 from studio.services.checkpoints import ThreadHistory
 from studio.services.registered_graphs import runnable
@@ -593,13 +590,6 @@ def give_up(run_id: str, now: Any) -> bool:
     return True
 
 
-_earlier_pending = Run.objects.filter(
-    thread=OuterRef("thread"),
-    status=Run.Status.PENDING,
-    created_at__lt=OuterRef("created_at"),
-)
-
-
 def claim(owner: str, lease_seconds: float = LEASE_SECONDS) -> Run | None:
     """Take the oldest due pending run of a thread that has no running run.
 
@@ -620,45 +610,26 @@ def claim(owner: str, lease_seconds: float = LEASE_SECONDS) -> Run | None:
     return None
 
 
-def _candidates(now: Any) -> QuerySet[Run]:
-    """Due pending runs of threads with no running run, oldest first: read in
-    that order through the ``(status, created_at)`` index (``studio_run_queue_order``),
-    so a claim stops at the first that can go and never reads a finished run."""
-    return (
-        Run.objects.filter(status=Run.Status.PENDING, not_before__lte=now)
-        .exclude(thread__runs__status=Run.Status.RUNNING)
-        .exclude(Exists(_earlier_pending))  # a thread's runs go in order
-        .order_by("created_at")
-    )
-
-
 def _claim_one(
     owner: str, lease_seconds: float, now: Any, busy: set[str]
 ) -> tuple[Run | None, bool]:
     """One try of :func:`claim`: ``(None, False)`` when nothing is due, else the
     candidate and whether this owner took it.
 
-    A claimed run is returned as stored after the claim (with its creator, which
-    the worker reads), without reading it again: on Postgres its row is locked
-    from the moment it is read, and on SQLite the update succeeds only on the
-    newest snapshot, so what was read is what is stored but for what the claim
-    wrote."""
+    The candidate's id comes from :func:`run_queue.first_candidate` (locked on
+    Postgres); the run is then read with its creator (which the worker reads)
+    and returned as stored after the claim, without reading it again: on
+    Postgres its row is locked from the moment it is picked, and on SQLite the
+    update succeeds only on the newest snapshot, so what was read is what is
+    stored but for what the claim wrote."""
     postgres = connection.vendor == "postgresql"
     run: Run | None = None
     try:
         with transaction.atomic():
-            candidates = (
-                _candidates(now)
-                .exclude(thread_id__in=busy)
-                .select_related("created_by")
-            )
-            if postgres:
-                candidates = candidates.select_for_update(
-                    skip_locked=True, of=("self",)
-                )
-            run = candidates.first()
-            if run is None:
+            run_id = run_queue.first_candidate(now, busy, lock=postgres)
+            if run_id is None:
                 return None, False
+            run = Run.objects.select_related("created_by").get(pk=run_id)
             if postgres:
                 # serialize with the thread's other writers (a new run's strategy,
                 # a settle); a run of it gone running since the read is refused below

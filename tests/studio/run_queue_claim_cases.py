@@ -25,7 +25,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from studio.models import Run, RunEvent, Thread
-from studio.services import run_log, runs
+from studio.services import run_log, run_queue, runs
 
 pytestmark = pytest.mark.django_db
 
@@ -141,14 +141,16 @@ def test_a_claimed_run_is_handed_back_as_stored_with_its_creator() -> None:
         "worker-a",
         2,
     )
-    # in its transaction (a savepoint here, inside the test's): the read, the
-    # thread's lock (Postgres), the update, the thread's status; nothing after
+    # in its transaction (a savepoint here, inside the test's): the pick, the
+    # run's read, the thread's lock (Postgres), the update, the thread's status;
+    # nothing after
     statements = [q["sql"] for q in captured.captured_queries]
     assert statements[0].startswith("SAVEPOINT"), statements
     assert statements[-1].startswith("RELEASE SAVEPOINT"), statements
-    expected = 6 if connection.vendor == "postgresql" else 5
+    expected = 7 if connection.vendor == "postgresql" else 6
     assert len(statements) == expected, statements
-    assert not any("auth_user" in sql for sql in statements[2:]), statements
+    assert "auth_user" in statements[2]  # the picked run read with its creator
+    assert not any("auth_user" in sql for sql in statements[3:]), statements
 
 
 @pytest.mark.parametrize(
@@ -274,3 +276,29 @@ def test_a_takeover_under_way_makes_the_waiting_insert_store_nothing() -> None:
 
     assert outcome == [False]
     assert not RunEvent.objects.filter(run=run).exists()
+
+
+def test_the_queues_query_is_built_and_compiled_once_then_run_with_each_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built: list[Any] = []
+    original = run_queue.candidates
+
+    def counted(now: Any) -> Any:
+        built.append(now)
+        return original(now)
+
+    monkeypatch.setattr(run_queue, "candidates", counted)
+    first = _run("first", Run.Status.PENDING, timedelta(minutes=2))
+    later = _run("later", Run.Status.PENDING, timedelta(minutes=1))
+    Run.objects.filter(pk=later.pk).update(not_before=timezone.now() + timedelta(1))
+
+    claimed = runs.claim("worker-a")
+    assert claimed is not None and claimed.pk == first.pk
+    compiled = len(built)  # the two compilations that find where the time goes
+    assert runs.claim("worker-b") is None  # "later" is not due at this claim's time
+    Run.objects.filter(pk=later.pk).update(not_before=timezone.now())
+    again = runs.claim("worker-b")
+    assert again is not None and again.pk == later.pk
+
+    assert compiled == 2 and len(built) == compiled  # not built again

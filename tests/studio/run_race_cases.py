@@ -26,7 +26,7 @@ from psycopg.conninfo import make_conninfo
 from engine.graph import END, START, StateGraph
 from engine.types import interrupt
 from studio.models import ApiToken, ApprovalDecision, Run, RunEvent, Thread
-from studio.services import runs
+from studio.services import run_queue, runs
 from studio.services.worker import Worker
 from tests._support.invariants import assert_invariants
 from tests._support.reviews import decision, member, purchase
@@ -163,8 +163,8 @@ def test_a_claim_that_loses_to_the_index_claims_nothing_and_moves_on(
     # what a worker's stale read would offer without the thread lock: a run of
     # the busy thread, then one of another thread
     monkeypatch.setattr(
-        runs,
-        "_candidates",
+        run_queue,
+        "candidates",
         lambda now: Run.objects.filter(
             status=Run.Status.PENDING, not_before__lte=now
         ).order_by("created_at"),

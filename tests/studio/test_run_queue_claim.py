@@ -12,4 +12,4 @@ from tests.studio.run_queue_claim_cases import *  # noqa: F403 - the cases, coll
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_the_claim_cases_on_postgres() -> None:
-    assert "11 passed" in studio_cases_on_postgres("run_queue_claim_cases.py")
+    assert "12 passed" in studio_cases_on_postgres("run_queue_claim_cases.py")
