@@ -211,9 +211,12 @@ class Worker:
             self._execute(run, observer)
 
     def _execute(self, run: Run, observer: RunObserver) -> None:
-        run_log.append(
-            run, "run.status", {"status": Run.Status.RUNNING, "attempt": run.attempt}
-        )
+        writer = run_log.EventWriter(run, owner=self.name)
+        # stored at once (a status is urgent), and only while this worker holds
+        # the run: one taken over since its claim is not run here
+        writer.add("run.status", {"status": Run.Status.RUNNING, "attempt": run.attempt})
+        if writer.lost:
+            return
         # after that first write: if it fails, nothing beats for a run not started
         heartbeat = LeaseHeartbeat(run.run_id, self.name, self.lease_seconds)
         heartbeat.start()
@@ -221,7 +224,7 @@ class Worker:
         error: dict[str, Any] | None = None
         output: dict[str, Any] = {}
         try:
-            output = self._stream(run, observer)
+            output = self._stream(run, observer, writer)
         except GraphDrained:  # a BaseException: the worker is stopping
             heartbeat.stop()
             self._give_back(run)
@@ -365,7 +368,9 @@ class Worker:
             return _command(run.command)
         return run.input
 
-    def _stream(self, run: Run, observer: RunObserver) -> dict[str, Any]:
+    def _stream(
+        self, run: Run, observer: RunObserver, writer: run_log.EventWriter
+    ) -> dict[str, Any]:
         graph = runnable(run.graph)
         saver = getattr(graph, "checkpointer", None)
         if isinstance(saver, BaseCheckpointSaver):  # the engine's lease lasts as ours
@@ -399,7 +404,6 @@ class Worker:
         stream = graph.stream_events(
             graph_input, config, durability=durability, control=control, **options
         )
-        writer = run_log.EventWriter(run, owner=self.name)
         try:
             for event in stream:
                 observer.see(event)

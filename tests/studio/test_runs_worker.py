@@ -193,6 +193,25 @@ def test_a_lease_sweep_finding_nothing_expired_reads_once_and_writes_nothing(
     assert run.status == Run.Status.RUNNING and run.lease_owner == "alive"
 
 
+def test_a_run_taken_over_between_its_claim_and_its_start_is_not_run_by_the_first(
+    alice: User, caplog: pytest.LogCaptureFixture
+) -> None:
+    run = runs.start_run(graph="slow", user=alice, input={"text": "a"})
+    first = Worker(name="first")
+    claimed = first.claim()
+    assert claimed is not None
+    Run.objects.filter(pk=run.pk).update(lease_owner="second")  # its lease taken
+    before = calls["slow"]
+
+    first.execute(claimed)
+
+    assert calls["slow"] == before  # the graph did not run here
+    assert not RunEvent.objects.filter(run=run).exists()  # not even its start
+    run.refresh_from_db()
+    assert (run.status, run.lease_owner) == (Run.Status.RUNNING, "second")
+    assert "lost its lease" in caplog.text
+
+
 def test_a_busy_worker_sweeps_expired_leases_once_a_second_not_every_claim(
     alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
