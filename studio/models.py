@@ -224,12 +224,18 @@ def root_checkpoint_id(kind: str, payload: Any) -> str | None:
     return str(found) if found else None
 
 
+def _fill_checkpoint_ids(rows: list[RunEvent]) -> None:
+    """Set each row's :attr:`RunEvent.checkpoint_id` from its kind and payload, as
+    ``RunEvent.save`` does, for the manager's inserts that do not call ``save``."""
+    for row in rows:
+        row.checkpoint_id = root_checkpoint_id(row.kind, row.payload)
+
+
 class RunEventManager(models.Manager["RunEvent"]):
     def bulk_create(self, objs: Any, *args: Any, **kwargs: Any) -> list[RunEvent]:
         """As Django's, filling :attr:`RunEvent.checkpoint_id` (which ``save`` fills)."""
         rows = list(objs)
-        for row in rows:
-            row.checkpoint_id = root_checkpoint_id(row.kind, row.payload)
+        _fill_checkpoint_ids(rows)
         return super().bulk_create(rows, *args, **kwargs)
 
     def create_while_held(self, rows: list[RunEvent], run_id: str, owner: str) -> bool:
@@ -245,8 +251,7 @@ class RunEventManager(models.Manager["RunEvent"]):
         stores (same fields, same JSON)."""
         if not rows:
             return True
-        for row in rows:
-            row.checkpoint_id = root_checkpoint_id(row.kind, row.payload)
+        _fill_checkpoint_ids(rows)
         sql, params = _held_insert(self.db, rows, run_id, owner)
         with connections[self.db].cursor() as cursor:
             cursor.execute(sql, params)
