@@ -27,6 +27,7 @@ from engine.pregel._drive import (
 )
 from engine.pregel._io import stream_modes
 from engine.pregel._loop import PregelLoop, StreamChunk
+from engine.pregel._persist import LANE_DELAY, SyncPersistence
 from engine.runtime import RunControl
 from engine.stream._pregel import astart_run_stream, start_run_stream
 from engine.types import (
@@ -135,13 +136,14 @@ def _events_loop(
     (its chunks go to ``put``, and to a parent run that asked for them) and the
     modes yielded as ``StreamPart`` events."""
     modes, parts = _event_modes(options.stream_mode)
+    forward = parent_sink(current_scope(), config)
     loop = make_loop(
         graph,
         input,
         config,
         context=options.context,
         modes=modes,
-        sink=forwarding(put, parent_sink(current_scope(), config)),
+        sink=forwarding(put, forward),
         output_keys=None,
         interrupt_before=options.interrupt_before,
         interrupt_after=options.interrupt_after,
@@ -149,6 +151,10 @@ def _events_loop(
         is_async=is_async,
         control=control,
     )
+    if not forward and isinstance(loop.persistence, SyncPersistence):
+        # Each save is announced by its CheckpointSaved event, after it is made:
+        # saves may wait like an invoke run's (a run of quick steps commits once).
+        loop.persistence.lane_delay = LANE_DELAY
     return loop, parts
 
 

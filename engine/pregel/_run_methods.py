@@ -452,6 +452,10 @@ class RunMethods(CompiledGraph):
 
         Events cover the run, every task (with timings), each step's barrier and
         saved checkpoint, custom progress and interrupts, subgraphs included.
+        A :class:`~engine.events.CheckpointSaved` event comes once its checkpoint
+        is in the saver; with ``durability="async"`` the saves of quick steps may
+        wait and go together, as an ``invoke`` run's do (see ``docs/engine.md``,
+        "Group commit"), so read the thread after that event, not after a step's.
         The last event is :class:`~engine.events.RunFinished`; when the run fails
         it carries the error and the exception is raised after it.
 

@@ -22,10 +22,12 @@ from typing import Any, TypedDict
 
 import pytest
 
+from engine import events as ev
 from engine.checkpoint.postgres import PostgresSaver
 from engine.checkpoint.sqlite import SqliteSaver
 from engine.graph import END, START, StateGraph
-from engine.pregel._persist import LANE_DELAY, background_pool
+from engine.pregel import _run_events
+from engine.pregel._persist import LANE_DELAY, SyncPersistence, background_pool
 from engine.types import Command, interrupt
 from tests._support.postgres import fresh_database, pg_dsn
 
@@ -95,6 +97,15 @@ def lane_starts(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
     monkeypatch.setattr(pool, "submit", submit)
     return submitted
+
+
+def _lanes(submitted: list[Any]) -> list[Any]:
+    """The save lanes among what was handed to the pool."""
+    return [
+        fn
+        for fn in submitted
+        if getattr(fn, "__func__", None) is SyncPersistence._drain
+    ]
 
 
 def test_a_resume_that_pauses_again_saves_in_its_own_thread_in_one_batch(
@@ -270,3 +281,112 @@ def test_a_node_that_pauses_quickly_has_its_answer_saved_while_it_works_slowly(
     assert out["stored"] == [True, True, True]
     took = graph.nodes["approve"].last_resumed_seconds
     assert took is not None and took >= 0.01
+
+
+def _chain_graph(saver: RecordingSaver, nodes: int = 3) -> Any:
+    """``nodes`` quick nodes in a row, each adding one to ``n``."""
+
+    class ChainState(TypedDict, total=False):
+        n: int
+
+    def add(state: ChainState) -> dict[str, Any]:
+        return {"n": state.get("n", 0) + 1}
+
+    builder = StateGraph(ChainState)
+    previous = START
+    for i in range(nodes):
+        builder.add_node(f"n{i}", add)
+        builder.add_edge(previous, f"n{i}")
+        previous = f"n{i}"
+    builder.add_edge(previous, END)
+    return builder.compile(checkpointer=saver)
+
+
+@pytest.fixture
+def patient_lane(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``stream_events`` runs wait 5 s for the lane (and every node is quick), so
+    that a slow machine does not start it: the saves are kept for the run's end."""
+    monkeypatch.setattr(_run_events, "LANE_DELAY", 5.0)
+
+
+@pytest.mark.usefixtures("patient_lane")
+def test_typed_events_of_quick_steps_save_at_the_end_each_announced_after_it(
+    saver: RecordingSaver, lane_starts: list[Any]
+) -> None:
+    """``stream_events`` (the studio's worker) waits like ``invoke``: its saves
+    are announced by CheckpointSaved events, each once it is made, so a run of
+    quick steps commits once, in its own thread, and a reader that reads the
+    thread after an event finds that checkpoint."""
+    graph = _chain_graph(saver)
+    graph.invoke({"n": 0}, {"configurable": {"thread_id": "warm"}})  # known quick
+    saver.batches.clear()
+    lane_starts.clear()
+    config = {"configurable": {"thread_id": "t1"}}
+
+    found: list[bool] = []
+    announced: list[str] = []
+    for event in graph.stream_events({"n": 0}, config, stream_mode=["values"]):
+        if isinstance(event, ev.CheckpointSaved):
+            announced.append(event.checkpoint_id)
+            found.append(
+                saver.get_tuple(
+                    {
+                        "configurable": {
+                            "thread_id": "t1",
+                            "checkpoint_ns": "",
+                            "checkpoint_id": event.checkpoint_id,
+                        }
+                    }
+                )
+                is not None
+            )
+
+    history = [
+        s.config["configurable"]["checkpoint_id"]
+        for s in graph.get_state_history(config)
+    ]
+    assert announced == history[::-1]  # input, start, three steps: in order
+    assert found == [True] * 5
+    assert saver.batches == [(threading.get_ident(), 5)]
+    assert not _lanes(lane_starts)  # (its tasks run in the pool: live events)
+
+
+@pytest.mark.usefixtures("patient_lane")
+def test_typed_events_closed_early_keep_every_save_made_before(
+    saver: RecordingSaver,
+) -> None:
+    """A consumer that stops listening (a cancelled run) ends the run: the saves
+    its steps made until then are all stored, none waits forever."""
+    graph = _chain_graph(saver, nodes=4)
+    graph.invoke({"n": 0}, {"configurable": {"thread_id": "warm"}})
+    config = {"configurable": {"thread_id": "t1"}}
+    saver.batches.clear()
+    events = graph.stream_events({"n": 0}, config)
+    for event in events:
+        assert not isinstance(event, ev.CheckpointSaved)  # all kept so far
+        if isinstance(event, ev.TaskFinished) and event.node == "n1":
+            break
+    events.close()
+
+    # the input, the start and n0's step, kept until then, made at the close
+    assert saver.batches == [(threading.get_ident(), 3)]
+    head = saver.get_tuple(config)
+    assert head is not None
+    assert head.checkpoint["channel_values"]["n"] == 1
+    assert saver.get_lease("t1", "") is None  # the thread is free again
+    graph.invoke(None, config)  # and the run goes on from its head
+    assert graph.get_state(config).values["n"] == 4
+
+
+def test_stream_runs_hand_each_save_to_the_lane_as_it_comes(
+    saver: RecordingSaver, lane_starts: list[Any]
+) -> None:
+    """``stream`` chunks reach code that may read the thread and announce no save:
+    its saves go as they come, as before."""
+    graph = _chain_graph(saver)
+    graph.invoke({"n": 0}, {"configurable": {"thread_id": "warm"}})
+    lane_starts.clear()
+    config = {"configurable": {"thread_id": "t1"}}
+    for _ in graph.stream({"n": 0}, config):
+        pass
+    assert _lanes(lane_starts)  # a lane took saves while the run went on
