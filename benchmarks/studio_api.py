@@ -17,7 +17,8 @@ between the 10th and the 90th finished run (steady state: no start-up, no drain)
 from the runs' ``finished_at``. Rounds interleave 1 and 2 workers; medians. Twice:
 nodes that return at once (the studio's own cost per run: claim, events, checkpoints,
 status) and nodes that each wait 50 ms (a model or tool call). Goal: 2 workers at
-least 1.8x one (reported, never asserted).
+least 1.8x one (reported, never asserted). ``BENCH_WORKERS=1,2,3`` adds a column for
+3 workers (any counts named; 1 and 2 always run).
 
 Event delay. One worker runs ``bench_tick`` (30 steps; each node sleeps 100 ms and
 writes ``time.time()`` into its update as it ends) while N viewers follow it: half
@@ -216,22 +217,37 @@ def throughput_round(
     return rate, span, failed
 
 
+def worker_counts() -> tuple[int, ...]:
+    """1 and 2 workers, and any more ``BENCH_WORKERS`` names (e.g. ``1,2,3``): a
+    third worker shows what the machine can do when two leave cores idle."""
+    named = os.environ.get("BENCH_WORKERS", "")
+    extra = {int(part) for part in named.split(",") if part.strip()}
+    return tuple(sorted({1, 2} | extra))
+
+
 def throughput_table(args: Any, deploy: Any, token: str) -> Table:
+    counts = worker_counts()
     table = Table(
-        f"Run throughput: {RUNS} runs queued through the API, then 1 or 2 workers "
+        f"Run throughput: {RUNS} runs queued through the API, then "
+        f"{', '.join(map(str, counts))} workers "
         f"(runs/s between the {STEADY[0]}th and {STEADY[1]}th finished; "
         "ratio = 2 workers / 1)",
-        ("workload", "1 worker runs/s", "2 workers runs/s", "ratio", "goal"),
+        (
+            "workload",
+            *(f"{n} worker{'s' if n > 1 else ''} runs/s" for n in counts),
+            "ratio",
+            "goal",
+        ),
     )
     for name, wait in THROUGHPUT_WORKLOADS.items():
         if not selected(args, name):
             continue
-        rates: dict[int, list[float]] = {1: [], 2: []}
-        spans: dict[int, list[float]] = {1: [], 2: []}
+        rates: dict[int, list[float]] = {n: [] for n in counts}
+        spans: dict[int, list[float]] = {n: [] for n in counts}
         failed = 0
         try:
             for rnd in range(args.repeat):
-                for workers in (1, 2) if rnd % 2 == 0 else (2, 1):
+                for workers in counts if rnd % 2 == 0 else counts[::-1]:
                     rate, span, bad = throughput_round(deploy, token, wait, workers)
                     rates[workers].append(rate)
                     spans[workers].append(span)
@@ -240,19 +256,23 @@ def throughput_table(args: Any, deploy: Any, token: str) -> Table:
             table.note(f"FAILED {name}: {type(exc).__name__}: {exc}")
             args.failures.append((name, _failure(deploy)))
             continue
-        one, two = statistics.median(rates[1]), statistics.median(rates[2])
-        ratio = two / one
+        medians = {n: statistics.median(rates[n]) for n in counts}
+        ratio = medians[2] / medians[1]
+        short = name.removeprefix("throughput, ")
         table.add(
-            name.removeprefix("throughput, "),
-            f"{one:.1f}",
-            f"{two:.1f}",
+            short,
+            *(f"{medians[n]:.1f}" for n in counts),
             f"{ratio:.2f}",
             f">={GOAL:.2f} " + ("ok" if ratio >= GOAL else "MISS"),
         )
         table.note(
-            f"{name.removeprefix('throughput, ')}: all {RUNS} runs, first start to "
-            f"last finish: {statistics.median(spans[1]):.1f} s with 1 worker, "
-            f"{statistics.median(spans[2]):.1f} s with 2"
+            f"{short}: all {RUNS} runs, first start to last finish: "
+            + ", ".join(f"{statistics.median(spans[n]):.1f} s with {n}" for n in counts)
+            + "".join(
+                f"; {n} workers {medians[n] / medians[1]:.2f}x one"
+                for n in counts
+                if n > 2
+            )
             + (f"; {failed} runs FAILED" if failed else "")
         )
     return table
