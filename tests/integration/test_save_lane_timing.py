@@ -175,13 +175,25 @@ def _slow_graph(saver: RecordingSaver) -> Any:
     return builder.compile(checkpointer=saver)
 
 
+def _final_values(graph: Any, how: str, inp: Any, config: Any) -> Any:
+    """Run ``graph`` by ``invoke`` or ``stream_events`` (the studio's worker); the
+    final state's values."""
+    if how == "invoke":
+        return graph.invoke(inp, config)
+    for _ in graph.stream_events(inp, config, stream_mode=["messages"]):
+        pass
+    return graph.get_state(config).values
+
+
+@pytest.mark.parametrize("how", ["invoke", "stream_events"])
 def test_a_step_not_known_to_be_quick_has_the_saves_before_it_made_meanwhile(
-    saver: RecordingSaver,
+    saver: RecordingSaver, how: str
 ) -> None:
     graph = _slow_graph(saver)
     # first run: "slow" never ran; second: it took far longer than the delay
     for thread_id in ("t1", "t2"):
-        out = graph.invoke({"log": []}, {"configurable": {"thread_id": thread_id}})
+        config = {"configurable": {"thread_id": thread_id}}
+        out = _final_values(graph, how, {"log": []}, config)
         assert out["seen"] is True, thread_id
     took = graph.nodes["slow"].last_seconds
     assert took is not None and 0.01 <= took < 5
@@ -240,12 +252,14 @@ def test_a_failing_save_kept_for_the_end_fails_the_run_and_keeps_nothing(
     assert out["answer"] == "again"
 
 
+@pytest.mark.parametrize("how", ["invoke", "stream_events"])
 def test_a_node_that_pauses_quickly_has_its_answer_saved_while_it_works_slowly(
-    saver: RecordingSaver,
+    saver: RecordingSaver, how: str
 ) -> None:
     """A node that asks (and pauses at once) but, resumed, takes its time (a
     payment after an approval): its first run tells nothing about its resumed
-    one, so the answer is stored while it works, on every resume."""
+    one, so the answer is stored while it works, on every resume (also when the
+    studio's worker resumes it, through ``stream_events``)."""
 
     class ApproveState(TypedDict, total=False):
         n: int
@@ -275,9 +289,9 @@ def test_a_node_that_pauses_quickly_has_its_answer_saved_while_it_works_slowly(
     )
     graph = builder.compile(checkpointer=saver)
     config = {"configurable": {"thread_id": "t1"}}
-    graph.invoke({"n": 0}, config)
+    _final_values(graph, how, {"n": 0}, config)
     for answer in ("yes-1", "yes-2", "yes-3"):
-        out = graph.invoke(Command(resume=answer), config)
+        out = _final_values(graph, how, Command(resume=answer), config)
     assert out["stored"] == [True, True, True]
     took = graph.nodes["approve"].last_resumed_seconds
     assert took is not None and took >= 0.01
