@@ -120,5 +120,5 @@ async def test_a_redis_that_forgot_the_script_still_gets_the_send(
 async def test_an_invalid_group_name_is_refused_before_redis_is_asked(
     layer: RedisLayer,
 ) -> None:
-    with pytest.raises((TypeError, AssertionError)):
+    with pytest.raises(TypeError):
         await layer.group_send("bad name with spaces", {"type": "run.event"})
