@@ -485,15 +485,58 @@ _embedded: Worker | None = None
 _embedded_lock = threading.Lock()
 
 
+EXIT_DRAIN_SECONDS = 10.0
+"""How long a stopping web process waits for its embedded worker's step in progress."""
+
+
 def start_embedded_worker() -> Worker:
-    """The in-process worker of embedded mode (one daemon thread, started once)."""
+    """The in-process worker of embedded mode (one daemon thread, started once).
+
+    When the web process exits (Daphne stopped: Ctrl-C on ``make run``), the
+    worker stops as ``studio_worker`` does on SIGTERM: it claims nothing more,
+    its run in progress ends at its next step and goes back to the queue (the
+    next start continues it), for at most :data:`EXIT_DRAIN_SECONDS`; then it
+    closes its connections. Before, the thread was cut off mid-run at the
+    interpreter's exit: its notifications failed with tracebacks, and the run
+    waited for its lease to end before it was taken again.
+    """
     global _embedded
     with _embedded_lock:
         if _embedded is None:
             worker = Worker(name=f"embedded:{os.getpid()}")
             thread = threading.Thread(
-                target=worker.run_forever, name="studio-worker", daemon=True
+                target=_serve_until_drained,
+                args=(worker,),
+                name="studio-worker",
+                daemon=True,
             )
             thread.start()
+            _drain_at_exit(worker, thread)
             _embedded = worker
     return _embedded
+
+
+def _serve_until_drained(worker: Worker) -> None:
+    try:
+        worker.run_forever()
+    finally:
+        worker.close()  # this thread's connections, the saver, queued notifications
+
+
+def _drain_at_exit(worker: Worker, thread: threading.Thread) -> None:
+    """Drain ``worker`` when the interpreter exits, while it still runs threads.
+
+    ``atexit`` would be too late: the interpreter shuts its thread pools down
+    first (the embedded channel layer's sends need one). ``threading``'s own
+    exit hooks run before that, last registered first.
+    """
+    register = getattr(threading, "_register_atexit", None)
+    if register is None:  # not in this Python: the thread is cut off as before
+        return
+
+    def drain() -> None:
+        worker.drain("studio stopping")
+        wake_workers()  # an idle worker stops now, not at its next poll
+        thread.join(EXIT_DRAIN_SECONDS)
+
+    register(drain)

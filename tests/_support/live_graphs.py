@@ -2,7 +2,8 @@
 
 ``gate`` keeps the (one, embedded) worker busy until a file exists, so runs
 queued after it wait: a test can open their page before they start
-(``LiveServer.worker_held``).
+(``LiveServer.worker_held``). ``gate_twice`` is the gate with a second step
+after it (a run stopped during the first has something left to continue).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, TypedDict
 
 from engine.graph import END, START, StateGraph
 
-__all__ = ("gate",)
+__all__ = ("gate", "gate_twice")
 
 GATE_LIMIT = 60.0
 """Seconds the gate waits at most (a test that never releases it still ends)."""
@@ -38,3 +39,17 @@ def gate() -> Any:
     graph.add_edge(START, "wait")
     graph.add_edge("wait", END)
     return graph.compile(name="gate")
+
+
+def _after(state: GateState) -> dict[str, Any]:
+    return {"waited": state.get("waited", 0.0)}
+
+
+def gate_twice() -> Any:
+    graph: StateGraph[Any, Any, Any, Any] = StateGraph(GateState)
+    graph.add_node("wait", _wait)
+    graph.add_node("after", _after)
+    graph.add_edge(START, "wait")
+    graph.add_edge("wait", "after")
+    graph.add_edge("after", END)
+    return graph.compile(name="gate_twice")

@@ -33,6 +33,10 @@ class LiveServer:
     log: Path
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     """The server's environment (settings), for ``manage.py`` commands on its data."""
+    process: subprocess.Popen[bytes] | None = field(
+        default=None, repr=False, compare=False
+    )
+    """The Daphne process (a test that stops it itself)."""
 
     def manage(self, *args: str) -> str:
         """Run ``manage.py`` on the server's databases; its output."""
@@ -143,7 +147,7 @@ def live_server(
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_until_serving(url, process, log, timeout)
-        yield LiveServer(url=url, log=log, env=env)
+        yield LiveServer(url=url, log=log, env=env, process=process)
     finally:
         process.terminate()
         try:
