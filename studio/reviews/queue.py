@@ -94,22 +94,29 @@ def waiting_review(thread: Thread, governance: Governance) -> WaitingReview | No
     return None
 
 
+def _queued_governance(graph: str) -> Governance | None:
+    """``graph``'s governance when its questions go to the reviewers' queue; None
+    for an ungoverned graph or an agent whose questions are its owner's."""
+    governance = governance_for(graph)
+    if governance is None or governance.answered_by == "owner":
+        return None
+    return governance
+
+
 def sync(thread_id: str, graph: str | None = None) -> None:
     """Bring the thread's ``ReviewRequest`` rows in line with its head checkpoint.
 
     ``graph``: the thread's graph when the caller knows it (a worker: its run's,
     which is its thread's); a graph whose questions no reviewer answers then
     costs no read at all."""
-    if graph is not None:
-        governance = governance_for(graph)
-        if governance is None or governance.answered_by == "owner":
-            return
+    if graph is not None and _queued_governance(graph) is None:
+        return
     thread = Thread.objects.filter(pk=thread_id).first()
     if thread is None:
         return
-    governance = governance_for(thread.graph)
-    if governance is None or governance.answered_by == "owner":
-        return  # an agent's questions are its owner's, not the reviewers' queue
+    governance = _queued_governance(thread.graph)
+    if governance is None:
+        return
     waiting = waiting_review(thread, governance)
     now = timezone.now()
     with transaction.atomic():
