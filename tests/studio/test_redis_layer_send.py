@@ -7,9 +7,10 @@ counted by the server (``INFO commandstats``).
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import redis
@@ -28,13 +29,17 @@ async def layer() -> AsyncIterator[RedisLayer]:
     await opened.close_pools()
 
 
-def _calls() -> dict[str, int]:
+@pytest.fixture
+def client() -> Iterator[redis.Redis]:
+    """A plain client on the same server, to look at and change what the layer keeps."""
+    opened = redis.Redis.from_url(redis_url())
+    yield opened
+    opened.close()
+
+
+def _calls(client: redis.Redis) -> dict[str, int]:
     """Commands the server ran so far, by name."""
-    client = redis.Redis.from_url(redis_url())
-    try:
-        stats = client.info("commandstats")
-    finally:
-        client.close()
+    stats = client.info("commandstats")
     return {name.removeprefix("cmdstat_"): row["calls"] for name, row in stats.items()}
 
 
@@ -48,14 +53,14 @@ def _spent(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
 
 
 async def test_a_group_no_one_listens_to_costs_one_script_call(
-    layer: RedisLayer,
+    layer: RedisLayer, client: redis.Redis
 ) -> None:
     await layer.group_send("thread-warm", {"type": "run.event"})  # script cached
-    before = _calls()
+    before = _calls(client)
 
     await layer.group_send("thread-nobody", {"type": "run.event", "event_id": 1})
 
-    spent = _spent(before, _calls())
+    spent = _spent(before, _calls(client))
     # one call from the client; the script's own two count as well
     assert spent.get("evalsha") == 1, spent
     assert spent.get("zrange", 0) == 0, spent  # channels-redis lists the members
@@ -72,11 +77,10 @@ async def test_a_group_with_a_member_is_sent_to(layer: RedisLayer) -> None:
 
 
 async def test_an_expired_member_is_dropped_and_hears_nothing(
-    layer: RedisLayer,
+    layer: RedisLayer, client: redis.Redis
 ) -> None:
     channel = await layer.new_channel()
     await layer.group_add("thread-old", channel)
-    client = redis.Redis.from_url(redis_url())
     key = layer._group_key("thread-old")
     # joined longer ago than the group expiry allows
     client.zadd(key, {channel: int(time.time()) - layer.group_expiry - 10})
@@ -84,7 +88,6 @@ async def test_an_expired_member_is_dropped_and_hears_nothing(
     await layer.group_send("thread-old", {"type": "run.event", "event_id": 1})
 
     assert client.zcard(key) == 0
-    client.close()
     later = await layer.new_channel()
     await layer.group_add("thread-old", later)
     await layer.group_send("thread-old", {"type": "run.event", "event_id": 2})
@@ -94,8 +97,6 @@ async def test_an_expired_member_is_dropped_and_hears_nothing(
 
 async def _nothing_for(layer: RedisLayer, channel: str) -> bool:
     """Whether ``channel`` receives nothing within 0.3 s."""
-    import asyncio  # noqa: PLC0415
-
     try:
         await asyncio.wait_for(layer.receive(channel), 0.3)
     except TimeoutError:
@@ -104,13 +105,11 @@ async def _nothing_for(layer: RedisLayer, channel: str) -> bool:
 
 
 async def test_a_redis_that_forgot_the_script_still_gets_the_send(
-    layer: RedisLayer,
+    layer: RedisLayer, client: redis.Redis
 ) -> None:
     channel = await layer.new_channel()
     await layer.group_add("thread-flushed", channel)
-    client = redis.Redis.from_url(redis_url())
     client.script_flush()  # as after a restart
-    client.close()
 
     await layer.group_send("thread-flushed", {"type": "run.event", "event_id": 3})
 
