@@ -112,6 +112,15 @@ async def aput_step(
 Saved = tuple[StepSave, "Callable[[float], None] | None"]
 
 
+def delay_quick_saves(persistence: object) -> None:
+    """Let a run's saves wait for quick steps (:attr:`SyncPersistence.lane_delay`),
+    when it has a background lane: for a run no other code reads the thread of
+    between its steps (``invoke``), or whose readers are told of each save
+    (``stream_events``: its ``CheckpointSaved`` events)."""
+    if isinstance(persistence, SyncPersistence):
+        persistence.lane_delay = LANE_DELAY
+
+
 def saves_inline(saver: BaseCheckpointSaver) -> bool:
     """Whether the saver's class says a save is quick and does no I/O (the in-memory
     saver): then the loop saves inline, as ``sync`` durability does, because a

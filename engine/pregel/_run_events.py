@@ -27,7 +27,7 @@ from engine.pregel._drive import (
 )
 from engine.pregel._io import stream_modes
 from engine.pregel._loop import PregelLoop, StreamChunk
-from engine.pregel._persist import LANE_DELAY, SyncPersistence
+from engine.pregel._persist import delay_quick_saves
 from engine.runtime import RunControl
 from engine.stream._pregel import astart_run_stream, start_run_stream
 from engine.types import (
@@ -151,10 +151,8 @@ def _events_loop(
         is_async=is_async,
         control=control,
     )
-    if not forward and isinstance(loop.persistence, SyncPersistence):
-        # Each save is announced by its CheckpointSaved event, after it is made:
-        # saves may wait like an invoke run's (a run of quick steps commits once).
-        loop.persistence.lane_delay = LANE_DELAY
+    if not forward:  # each save is announced by its CheckpointSaved event
+        delay_quick_saves(loop.persistence)
     return loop, parts
 
 

@@ -27,7 +27,7 @@ from engine.pregel._drive import (
 from engine.pregel._io import Mapper, chunk_shaper, format_part, stream_modes
 from engine.pregel._lease import OnBusy, with_on_busy
 from engine.pregel._loop import PregelLoop, StreamChunk
-from engine.pregel._persist import LANE_DELAY, SyncPersistence
+from engine.pregel._persist import delay_quick_saves
 from engine.pregel._run_events import EventRunOptions, run_events
 from engine.pregel._subgraph import CompiledGraph
 from engine.runtime import RunControl
@@ -288,9 +288,8 @@ class RunMethods(CompiledGraph):
         )
         if put is not None:
             loop.stream_keys = loop.output_keys
-        if not forward and isinstance(loop.persistence, SyncPersistence):
-            # No chunk of this run reaches other code between its steps.
-            loop.persistence.lane_delay = LANE_DELAY
+        if not forward:  # no chunk of this run reaches other code between its steps
+            delay_quick_saves(loop.persistence)
         return loop
 
     def _last_output(

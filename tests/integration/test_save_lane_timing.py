@@ -26,7 +26,7 @@ from engine import events as ev
 from engine.checkpoint.postgres import PostgresSaver
 from engine.checkpoint.sqlite import SqliteSaver
 from engine.graph import END, START, StateGraph
-from engine.pregel import _run_events
+from engine.pregel import _persist
 from engine.pregel._persist import LANE_DELAY, SyncPersistence, background_pool
 from engine.types import Command, interrupt
 from tests._support.postgres import fresh_database, pg_dsn
@@ -318,9 +318,9 @@ def _chain_graph(saver: RecordingSaver, nodes: int = 3) -> Any:
 
 @pytest.fixture
 def patient_lane(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``stream_events`` runs wait 5 s for the lane (and every node is quick), so
-    that a slow machine does not start it: the saves are kept for the run's end."""
-    monkeypatch.setattr(_run_events, "LANE_DELAY", 5.0)
+    """Runs wait 5 s for the lane (and every node is quick), so that a slow
+    machine does not start it: the saves are kept for the run's end."""
+    monkeypatch.setattr(_persist, "LANE_DELAY", 5.0)
 
 
 @pytest.mark.usefixtures("patient_lane")
