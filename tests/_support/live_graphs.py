@@ -33,23 +33,25 @@ def _wait(state: GateState) -> dict[str, Any]:
     return {"waited": time.monotonic() - started}
 
 
-def gate() -> Any:
+def _gate(*, then_after: bool) -> StateGraph[Any, Any, Any, Any]:
+    """``wait``, then (``then_after``) ``after``, then the end."""
     graph: StateGraph[Any, Any, Any, Any] = StateGraph(GateState)
     graph.add_node("wait", _wait)
     graph.add_edge(START, "wait")
-    graph.add_edge("wait", END)
-    return graph.compile(name="gate")
+    if then_after:
+        graph.add_node("after", _after)
+        graph.add_edge("wait", "after")
+    graph.add_edge("after" if then_after else "wait", END)
+    return graph
 
 
 def _after(state: GateState) -> dict[str, Any]:
     return {"waited": state.get("waited", 0.0)}
 
 
+def gate() -> Any:
+    return _gate(then_after=False).compile(name="gate")
+
+
 def gate_twice() -> Any:
-    graph: StateGraph[Any, Any, Any, Any] = StateGraph(GateState)
-    graph.add_node("wait", _wait)
-    graph.add_node("after", _after)
-    graph.add_edge(START, "wait")
-    graph.add_edge("wait", "after")
-    graph.add_edge("after", END)
-    return graph.compile(name="gate_twice")
+    return _gate(then_after=True).compile(name="gate_twice")
