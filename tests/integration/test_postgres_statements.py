@@ -1,9 +1,9 @@
 """What a run's saves send Postgres: one fence statement per step.
 
-Each statement costs psycopg's Python work even inside a pipeline, so a run's
-step checks its thread lease and the thread's head in one statement (both
-server functions in one select list, the lease first), and a resumed run
-takes its lease without reading the lease row back. Every transaction plans
+Each statement costs client work even inside a pipeline, so a run's step checks
+its thread lease and the thread's head in one statement (both server functions
+in one select list, the lease first), and a resumed run takes its lease without
+reading the lease row back. Every transaction plans
 its statements once per connection with index plans (``PLANNING``), and a
 whole-table read under those settings is never JIT-compiled.
 """
@@ -16,8 +16,10 @@ from typing import Any, TypedDict
 import psycopg
 import pytest
 
+from engine.checkpoint._sqlcore.dialect import Stmt
 from engine.checkpoint.base import EXPECTED_HEAD
 from engine.checkpoint.postgres import PostgresSaver
+from engine.checkpoint.postgres._libpq_pipeline import LibpqTransaction
 from engine.checkpoint.postgres._sql import DIALECT, PLANNING
 from engine.errors import CheckpointConflictError, ThreadLeaseLostError
 from engine.graph import END, START, StateGraph
@@ -59,13 +61,13 @@ def test_each_step_sends_one_fence_statement(
     builder.add_conditional_edges("tick", _route)
     graph = builder.compile(checkpointer=saver)
     sent: list[str] = []
-    execute = psycopg.Cursor.execute
+    send = LibpqTransaction.send
 
-    def recorded(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-        sent.append(str(query))
-        return execute(self, query, *args, **kwargs)
+    def recorded(self: LibpqTransaction, stmt: Stmt) -> Any:
+        sent.append(stmt.sql)
+        return send(self, stmt)
 
-    monkeypatch.setattr(psycopg.Cursor, "execute", recorded)
+    monkeypatch.setattr(LibpqTransaction, "send", recorded)
     out = graph.invoke(
         {"n": 0, "limit": 5},
         {"configurable": {"thread_id": "t"}},

@@ -10,11 +10,13 @@ are BYTEA with a JSONB projection of the metadata.
 Connections must be in autocommit mode (the saver issues ``BEGIN``/``COMMIT``
 itself); :meth:`PostgresSaver.from_conn_string` makes a suitable pool.
 
-Every call already sends its statements in pipeline mode (one round trip for
-a step's writes). A saver may also be given a single connection together with
-a psycopg ``Pipeline`` the caller opened on it (``PostgresSaver(conn, pipe)``,
-or ``from_conn_string(..., pipeline=True)``), as in LangGraph: its statements
-then go through that pipeline, each call synced (so committed) when it ends.
+Every call sends its statements in pipeline mode (one round trip for a step's
+writes), through libpq directly (``_libpq_pipeline``: psycopg's adapters, none
+of its cursor work per statement). A saver may also be given a single
+connection together with a psycopg ``Pipeline`` the caller opened on it
+(``PostgresSaver(conn, pipe)``, or ``from_conn_string(..., pipeline=True)``), as
+in LangGraph: its statements then go through that pipeline with psycopg's
+cursors, each call synced (so committed) when it ends.
 
 Example:
     >>> with PostgresSaver.from_conn_string("postgresql://localhost/app") as saver:
@@ -40,6 +42,7 @@ from engine.checkpoint._lease import lease_lost
 from engine.checkpoint._sqlcore.dialect import Batch, Op, Stmt, is_last
 from engine.checkpoint._sqlcore.saver import SETUP_HINT, SqlCheckpointSaver, drive
 from engine.checkpoint.base import conflict
+from engine.checkpoint.postgres._libpq_pipeline import LibpqTransaction, available_on
 from engine.checkpoint.postgres._sql import (
     BEGIN_READ,
     BEGIN_WRITE,
@@ -198,72 +201,41 @@ class PostgresSaver(SqlCheckpointSaver):
             self.is_setup = True
 
     def _run(self, op: Op[T], *, write: bool) -> T:
-        held = ExitStack()  # the borrowed connection
-        pipe = ExitStack()  # pipeline mode on it
-        conn: Connection[Any] | None = None
-        committed = False
+        held = ExitStack()  # the borrowed connection (and its lock, for libpq)
+        txn: LibpqTransaction | _CursorTransaction | None = None
 
         def begin() -> None:
-            nonlocal conn
+            nonlocal txn
             try:
                 conn = held.enter_context(self._connection())
                 require_autocommit(conn.autocommit)
-                if self.supports_pipeline:  # nested in self.pipe when given
-                    pipe.enter_context(conn.pipeline())
-                conn.execute(BEGIN_WRITE if write else BEGIN_READ, prepare=False)
-                conn.execute(PLANNING, prepare=True)
+                start = BEGIN_WRITE if write else BEGIN_READ
+                if self.pipe is None and available_on(conn):
+                    held.enter_context(conn.lock)
+                    txn = LibpqTransaction(conn, start, PLANNING)
+                else:
+                    txn = _CursorTransaction(conn, start, self.supports_pipeline)
             except BaseException:
-                pipe.close()
                 held.close()
                 raise
 
-        # Every statement is prepared on first use (prepare=True), utility ones
-        # never: psycopg mis-tracks a statement that turns prepared inside a
-        # pipeline the database then aborts (a fencing conflict does abort it).
-        # Each keeps one plan per connection (see PLANNING).
-        def send(stmt: Stmt) -> Cursor[Any]:
-            assert conn is not None
-            cursor = conn.cursor(row_factory=tuple_row)
-            if stmt.many is not None:
-                cursor.executemany(stmt.sql, stmt.many)
-            else:
-                cursor.execute(stmt.sql, stmt.params, prepare=True)
-            return cursor
-
-        def commit() -> None:
-            nonlocal committed
-            assert conn is not None
-            committed = True
-            conn.execute("COMMIT", prepare=False)
-            pipe.close()  # sends what is queued; raises if any of it failed
-
         def execute(stmt: Stmt | Batch) -> Any:
-            # Statements are only queued; fetching rows is what waits for them,
-            # so a batch (and every statement that returns nothing) costs no
-            # round trip of its own. After the operation's last statements the
-            # commit goes in the same round trip: leaving the pipeline fetches
-            # every result, the rows included.
-            if committed:
+            assert txn is not None
+            if txn.committed:
                 raise RuntimeError("a statement after the operation's last one")
             stmts: Batch = (stmt,) if isinstance(stmt, Stmt) else stmt
-            cursors = [send(one) for one in stmts]
-            if self.supports_pipeline and is_last(stmt):
-                commit()
-            rows = [
-                c.fetchall() if s.fetch else None
-                for c, s in zip(cursors, stmts, strict=True)
-            ]
+            rows = txn.run(stmts, last=is_last(stmt))
             return rows[0] if isinstance(stmt, Stmt) else rows
 
         def end(ok: bool) -> None:
-            assert conn is not None
+            assert txn is not None
             try:
                 if not ok:
-                    _abandon(conn, pipe)
-                elif not committed:
-                    commit()
+                    txn.abandon()
+                elif not txn.committed:
+                    txn.commit()
             except BaseException:
-                _abandon(conn, pipe)
+                txn.abandon()
                 raise
             finally:
                 held.close()
@@ -272,6 +244,68 @@ class PostgresSaver(SqlCheckpointSaver):
             return drive(op, execute, begin, end)
         except Error as exc:
             raise translate(exc) from None
+
+
+class _CursorTransaction:
+    """A saver transaction through psycopg's cursors: on a connection in a
+    pipeline the caller opened (``PostgresSaver(conn, pipe)``), or in one opened
+    here, or, where libpq has no pipeline mode, a statement at a time.
+
+    Every statement is prepared on first use (prepare=True), utility ones never:
+    psycopg mis-tracks a statement that turns prepared inside a pipeline the
+    database then aborts (a fencing conflict does abort it). Each keeps one plan
+    per connection (see PLANNING).
+    """
+
+    def __init__(self, conn: Connection[Any], begin: str, pipelined: bool) -> None:
+        self.conn = conn
+        self.pipelined = pipelined
+        self.committed = False
+        self._pipe = ExitStack()  # pipeline mode on the connection
+        try:
+            if pipelined:  # nested in the caller's pipeline when given
+                self._pipe.enter_context(conn.pipeline())
+            conn.execute(begin, prepare=False)
+            conn.execute(PLANNING, prepare=True)
+        except BaseException:
+            self._pipe.close()
+            raise
+
+    def run(self, stmts: Batch, *, last: bool) -> list[Any]:
+        """Queue ``stmts``, commit with them when ``last``; their rows.
+
+        Statements are only queued; fetching rows is what waits for them, so a
+        batch (and every statement that returns nothing) costs no round trip of
+        its own. After the operation's last statements the commit goes in the
+        same round trip: leaving the pipeline fetches every result.
+        """
+        cursors = [self._send(stmt) for stmt in stmts]
+        if self.pipelined and last:
+            self.commit()
+        return [
+            c.fetchall() if s.fetch else None
+            for c, s in zip(cursors, stmts, strict=True)
+        ]
+
+    def _send(self, stmt: Stmt) -> Cursor[Any]:
+        cursor = self.conn.cursor(row_factory=tuple_row)
+        if stmt.many is not None:
+            cursor.executemany(stmt.sql, stmt.many)
+        else:
+            cursor.execute(stmt.sql, stmt.params, prepare=True)
+        return cursor
+
+    def commit(self) -> None:
+        self.committed = True
+        self.conn.execute("COMMIT", prepare=False)
+        self._pipe.close()  # sends what is queued; raises if any of it failed
+
+    def abandon(self) -> None:
+        """Leave pipeline mode and roll back, whatever state the connection is in."""
+        with suppress(Error):
+            self._pipe.close()
+        with suppress(Error):
+            self.conn.execute("ROLLBACK", prepare=False)
 
 
 def check_pipe(conn: object, pipe: object | None, pool_type: type) -> None:
@@ -309,11 +343,3 @@ def translate(exc: Error) -> BaseException:
         detail.get("expected"),
         detail.get("head"),
     )
-
-
-def _abandon(conn: Connection[Any], pipe: ExitStack) -> None:
-    """Leave pipeline mode and roll back, whatever state the connection is in."""
-    with suppress(Error):
-        pipe.close()
-    with suppress(Error):
-        conn.execute("ROLLBACK", prepare=False)
