@@ -8,6 +8,7 @@ are tracked even when a transaction fails or someone else drops them.
 
 from __future__ import annotations
 
+import asyncio
 import select
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -23,11 +24,13 @@ from engine.checkpoint.base import EXPECTED_HEAD
 from engine.checkpoint.postgres import PostgresSaver
 from engine.checkpoint.postgres import _libpq_pipeline as libpq
 from engine.checkpoint.postgres._libpq_pipeline import (
+    AsyncLibpqTransaction,
     LibpqTransaction,
     available_on,
     to_libpq,
 )
 from engine.checkpoint.postgres._sql import BEGIN_WRITE, PLANNING
+from engine.checkpoint.postgres.aio import AsyncPostgresSaver
 from engine.errors import CheckpointConflictError
 from tests._support.builders import make_checkpoint, make_config, make_metadata
 from tests._support.postgres import fresh_database, pg_dsn
@@ -129,6 +132,30 @@ def test_statements_queue_until_rows_are_needed_and_commit_with_the_last(
 
     assert txn.committed and _idle(conn)
     assert conn.execute("SELECT k FROM t ORDER BY k").fetchall() == [("a",), ("c",)]
+
+
+def test_large_parameters_are_sent_as_they_are_queued(conn, monkeypatch) -> None:
+    # 4 MiB in 64 KiB statements, nothing read until the commit: what is queued
+    # goes out every SEND_BYTES instead of piling up in libpq's buffer.
+    flushes: list[int] = []
+    flush = LibpqTransaction._flush
+
+    def counted(self: LibpqTransaction) -> Any:
+        flushes.append(self._unsent)
+        return flush(self)
+
+    monkeypatch.setattr(LibpqTransaction, "_flush", counted)
+    txn = _transaction(conn)
+    insert = "INSERT INTO t (k, v) VALUES (%s, %s)"
+    part = bytes(range(256)) * 256
+    txn.run(tuple(Stmt(insert, (str(i), part)) for i in range(64)), last=True)
+
+    assert len(flushes) >= 15  # 16 sends of ~256 KiB, and the commit's
+    assert max(flushes) < libpq.SEND_BYTES + 2 * len(part)
+    assert conn.execute("SELECT count(*), sum(length(v)) FROM t").fetchone() == (
+        64,
+        64 * len(part),
+    )
 
 
 # --- failures ----------------------------------------------------------------------
@@ -346,3 +373,77 @@ def test_statement_shapes_past_the_limit_are_sent_unnamed(
             "SELECT count(*) FROM pg_prepared_statements WHERE name LIKE '\\_engine%%'"
         ).fetchone()
     assert prepared == (0,)
+
+
+# --- the async saver -----------------------------------------------------------------
+
+
+async def test_async_parameters_and_rows_are_what_a_cursor_returns(dsn) -> None:
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        expected = await (await conn.execute(_ROUND_TRIP, _VALUES)).fetchall()
+        assert available_on(conn)
+        txn = AsyncLibpqTransaction(conn, BEGIN_WRITE, PLANNING)
+
+        rows = await txn.run((Stmt(_ROUND_TRIP, _VALUES, fetch=True),), last=True)
+
+        assert rows == [expected]
+        assert _idle(conn)
+
+
+async def test_the_async_saver_sends_through_libpq_unless_given_a_pipeline(
+    dsn, monkeypatch
+) -> None:
+    opened: list[AsyncLibpqTransaction] = []
+    init = AsyncLibpqTransaction.__init__
+
+    def recorded(self: AsyncLibpqTransaction, *args: Any) -> None:
+        opened.append(self)
+        init(self, *args)
+
+    monkeypatch.setattr(AsyncLibpqTransaction, "__init__", recorded)
+    async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
+        await saver.setup()
+        await saver.aput(make_config("t"), make_checkpoint(), make_metadata(), {})
+        assert await saver.aget_tuple(make_config("t")) is not None
+    assert len(opened) == 2
+    opened.clear()
+    async with AsyncPostgresSaver.from_conn_string(dsn, pipeline=True) as saver:
+        assert await saver.aget_tuple(make_config("t")) is not None
+    assert opened == []
+
+
+async def test_an_async_fencing_conflict_leaves_the_connection_idle(dsn) -> None:
+    async with AsyncPostgresSaver.from_conn_string(dsn, max_size=1) as saver:
+        await saver.setup()
+        config = make_config("t")
+        await saver.aput(config, make_checkpoint(), make_metadata(), {})
+        stale = {"configurable": {**config["configurable"], EXPECTED_HEAD: "x"}}
+        with pytest.raises(CheckpointConflictError):
+            await saver.aput(stale, make_checkpoint(), make_metadata(), {})
+        async with saver._connection() as conn:
+            assert _idle(conn)
+        assert await saver.aget_tuple(config) is not None
+
+
+async def test_a_cancelled_async_read_leaves_the_connection_usable(dsn) -> None:
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        saver = AsyncPostgresSaver(conn)
+        await saver.setup()
+        config = make_config("t")
+        await saver.aput(config, make_checkpoint(), make_metadata(), {})
+        slow = AsyncLibpqTransaction(conn, BEGIN_WRITE, PLANNING)
+        task = asyncio.create_task(
+            slow.run((Stmt("SELECT pg_sleep(%s)", (5,), fetch=True),), last=True)
+        )
+        await asyncio.sleep(0.2)
+
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await conn.cancel_safe()  # the server's statement, as psycopg's own does
+        await slow.abandon()
+
+        assert _idle(conn)
+        assert await saver.aget_tuple(config) is not None
+        await saver.aput(config, make_checkpoint(), make_metadata(), {})
+        assert len([c async for c in saver.alist(config)]) == 2

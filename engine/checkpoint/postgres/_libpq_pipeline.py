@@ -8,7 +8,12 @@ wrapper) and adapts values with psycopg's ``Transformer``, the dumpers and
 loaders its cursors use: the database gets the same parameters and the saver
 the same rows as through a cursor, for ~3 µs a statement.
 
-It keeps the contract of the psycopg path in ``PostgresSaver._run``: one
+:class:`AsyncLibpqTransaction` is the same for ``AsyncPostgresSaver``: the
+protocol is written once, as generators that yield when they must wait for the
+socket (``READ``, ``READ | WRITE``); the sync class waits in ``poll``, the async
+one on the event loop's reader and writer callbacks.
+
+Both keep the contract of the psycopg path in ``PostgresSaver._run``: one
 transaction, statements queued until rows are needed (then a flush request, no
 sync), the commit sent with the operation's last statements, the first error
 raised once the pipeline is drained, and the connection left idle, out of
@@ -24,17 +29,18 @@ anew from the next operation on (psycopg's would stay missing).
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
 import select
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
-from psycopg import Capabilities, Connection, errors
+from psycopg import AsyncConnection, Capabilities, Connection, errors
 from psycopg.adapt import PyFormat, Transformer
 from psycopg.pq import (
     ConnStatus,
@@ -43,17 +49,31 @@ from psycopg.pq import (
     PipelineStatus,
     TransactionStatus,
 )
-from psycopg.pq.abc import PGconn, PGresult
+from psycopg.pq.abc import PGconn
 
 from engine.checkpoint._sqlcore.dialect import Rows, Stmt
 
-__all__ = ("LibpqTransaction", "available_on", "to_libpq")
+__all__ = ("AsyncLibpqTransaction", "LibpqTransaction", "available_on", "to_libpq")
 
 MAX_PREPARED = 256
 """Statement shapes prepared per process at most; later ones (unusual ``list``
 filters) are sent unnamed and planned each time."""
 
+T = TypeVar("T")
+
+Waits = Generator[int, None, T]
+"""Protocol steps: yield the socket events to wait for (``READ``, ``WRITE``),
+resumed once one happened; return the step's result."""
+
 INVALID_STATEMENT_NAME = "26000"
+
+SEND_BYTES = 256 * 1024
+"""Parameters queued past this many bytes are sent before the next statement is
+queued (reading what the server answered meanwhile, so neither side waits on
+the other): a value sent in parts never piles up whole in libpq's buffer."""
+
+READ = select.POLLIN if hasattr(select, "poll") else 1
+WRITE = select.POLLOUT if hasattr(select, "poll") else 4
 
 _PLACEHOLDER = re.compile(r"%(.)", re.S)
 _SUPPORTED = hasattr(select, "poll") and Capabilities().has_pipeline()
@@ -109,7 +129,7 @@ def _prepared_on(pgconn: PGconn) -> set[bytes]:
         return _PREPARED.setdefault(pgconn, set())
 
 
-def available_on(conn: Connection[Any]) -> bool:
+def available_on(conn: Connection[Any] | AsyncConnection[Any]) -> bool:
     """Whether ``conn`` can take a transaction of this module's now: libpq has
     pipeline mode, the platform can poll, and the connection is idle, outside a
     transaction and outside pipeline mode."""
@@ -134,28 +154,33 @@ _Awaited = _Sent | bytes | None
 """A result to read: a statement's, a ``Parse``'s (the name it prepares) or a
 command's (BEGIN, COMMIT: None)."""
 
+_BUSY: Any = object()
+"""What :meth:`_LibpqPipeline._get` returns when libpq must read more first."""
 
-class LibpqTransaction:
-    """A transaction of the saver's statements on an idle autocommit connection.
 
-    ``send`` queues a statement, ``read`` waits for every queued one (flush
-    request), ``commit`` queues ``COMMIT`` with a sync and waits for all,
-    ``abandon`` ends the transaction whatever state it is in (rolled back).
-    Hold the connection's lock meanwhile (the saver does).
+class _LibpqPipeline:
+    """The protocol of a saver transaction on an idle autocommit connection:
+    sending (never waits), and generators for all that waits on the socket.
+
+    ``send`` queues a statement; ``_read`` waits for every queued one (flush
+    request), ``_commit`` queues ``COMMIT`` with a sync and waits for all,
+    ``_recover`` ends the transaction whatever state it is in (rolled back).
+    The connection's lock is held meanwhile (the savers do).
     """
 
-    def __init__(self, conn: Connection[Any], begin: str, planning: str) -> None:
-        self.conn = conn
+    def __init__(
+        self, conn: Connection[Any] | AsyncConnection[Any], begin: str, planning: str
+    ) -> None:
         self.pgconn = conn.pgconn
         self.tx = Transformer(conn)
         self.encoding = conn.info.encoding
         self.committed = False
         self._prepared = _prepared_on(self.pgconn)
-        self._poll = select.poll()
-        self._poll.register(self.pgconn.socket, select.POLLIN)
         self._awaited: list[_Awaited] = []
         self._syncs = 0
         """Syncs sent whose ``PIPELINE_SYNC`` result is not read yet."""
+        self._unsent = 0
+        """Bytes of parameters queued since the last flush (``SEND_BYTES``)."""
         self._lost_track = False
         """A read was cut off (an interrupt): which results are left, and which
         statements the connection has prepared, is no longer known."""
@@ -164,20 +189,11 @@ class LibpqTransaction:
         self._awaited.append(None)
         self.send(Stmt(planning))
 
-    def run(self, stmts: Sequence[Stmt], *, last: bool) -> list[Rows | None]:
-        """Queue ``stmts``, commit with them when ``last``, else read when one
-        fetches; their rows (None for those that do not fetch)."""
-        sent = [self.send(stmt) for stmt in stmts]
-        if last:
-            self.commit()
-        elif any(stmt.fetch for stmt in stmts):
-            self.read()
-        return [one.rows if one.fetch else None for one in sent]
-
-    # --- sending --------------------------------------------------------------
+    # --- sending (never waits) --------------------------------------------------
 
     def send(self, stmt: Stmt) -> _Sent:
-        """Queue ``stmt``; its rows (when it fetches) are on the result after a read."""
+        """Queue ``stmt``; its rows (when it fetches) are on the result after a
+        read. Past ``SEND_BYTES`` queued, :meth:`_flush` is due (``flush_due``)."""
         sent = _Sent(stmt.fetch)
         if stmt.many is None:
             self._send_query(stmt.sql, stmt.params, sent)
@@ -186,12 +202,17 @@ class LibpqTransaction:
                 self._send_query(stmt.sql, params, sent)
         return sent
 
+    @property
+    def flush_due(self) -> bool:
+        return self._unsent > SEND_BYTES
+
     def _send_query(self, sql: str, params: Sequence[Any], sent: _Sent) -> None:
         pgconn = self.pgconn
         if params:
             values = self.tx.dump_sequence(params, [PyFormat.AUTO] * len(params))
             types = tuple(self.tx.types or ())
             formats = self.tx.formats
+            self._unsent += sum(map(len, filter(None, values)))
         else:
             values, types, formats = (), (), None
         name = _NAMES.of(sql, types)
@@ -207,42 +228,51 @@ class LibpqTransaction:
             pgconn.send_query_prepared(name, values, param_formats=formats)
         self._awaited.append(sent)
 
-    # --- reading --------------------------------------------------------------
+    @staticmethod
+    def _rows(sent: list[_Sent]) -> list[Rows | None]:
+        return [one.rows if one.fetch else None for one in sent]
 
-    def read(self) -> None:
+    # --- waiting ------------------------------------------------------------------
+
+    def _read(self) -> Waits[None]:
         """Wait for every queued statement (the transaction stays open)."""
         self.pgconn.send_flush_request()
-        self._exchange(sync=False)
+        yield from self._exchange(sync=False)
 
-    def commit(self) -> None:
+    def _commit(self) -> Waits[None]:
         """Queue ``COMMIT`` after the queued statements and wait for all of them."""
         self.pgconn.send_query_params(b"COMMIT", None)
         self._awaited.append(None)
         self.committed = True
         self.pgconn.pipeline_sync()
         self._syncs += 1
-        self._exchange(sync=True)
+        yield from self._exchange(sync=True)
         self.pgconn.exit_pipeline_mode()
 
-    def _exchange(self, *, sync: bool) -> None:
-        self._flush()
-        error = self._read_awaited()
+    def _exchange(self, *, sync: bool) -> Waits[None]:
+        yield from self._flush()
+        error = yield from self._read_awaited()
         if sync:
-            self._read_syncs()
+            yield from self._read_syncs()
         if error is None:
             return
-        self._recover()
+        yield from self._recover()
         if error.sqlstate == INVALID_STATEMENT_NAME:  # dropped by someone else
             self._prepared.clear()
         raise error
 
-    def _read_awaited(self) -> errors.Error | None:
+    def _read_awaited(self) -> Waits[errors.Error | None]:
         """Every awaited result read; the first error among them."""
+        pgconn = self.pgconn
         awaited, self._awaited = self._awaited, []
         error: errors.Error | None = None
         self._lost_track = True  # until every result is read
         for what in awaited:
-            result = self._result()
+            while (result := self._get()) is _BUSY:
+                yield READ
+                pgconn.consume_input()
+            if result is None:  # pragma: no cover - libpq always has one here
+                raise errors.InternalError("libpq returned no result for a query")
             status = result.status
             if status == ExecStatus.FATAL_ERROR and error is None:
                 error = errors.error_from_result(result, encoding=self.encoding)
@@ -252,36 +282,32 @@ class LibpqTransaction:
             elif what is not None and what.fetch and status == ExecStatus.TUPLES_OK:
                 self.tx.set_pgresult(result)
                 what.rows = self.tx.load_rows(0, result.ntuples, tuple)
+            while self._get() is _BUSY:  # the end marker after the query's results
+                yield READ
+                pgconn.consume_input()
         self._lost_track = False
         return error
 
-    def _next(self) -> PGresult | None:
-        """What libpq gives next: a result, or the marker (None) it puts after
-        each query's results."""
+    def _get(self) -> Any:  # a PGresult, None or _BUSY
+        """What libpq gives next without waiting: a result, the marker (None) it
+        puts after each query's results, or ``_BUSY`` (read the socket first)."""
         pgconn = self.pgconn
-        while pgconn.is_busy():
-            self._poll.poll()
-            pgconn.consume_input()
+        if pgconn.is_busy():
+            return _BUSY
         result = pgconn.get_result()
         if result is None and pgconn.status == ConnStatus.BAD:
             message = pgconn.get_error_message(self.encoding)
             raise errors.OperationalError(f"the connection was lost: {message}")
         return result
 
-    def _result(self) -> PGresult:
-        """The next result, and the end marker after it."""
-        result = self._next()
-        if result is None:  # pragma: no cover - libpq always has one here
-            raise errors.InternalError("libpq returned no result for a query")
-        self._next()
-        return result
-
-    def _read_syncs(self) -> None:
+    def _read_syncs(self) -> Waits[None]:
         """Read up to the last sync sent, skipping what comes before (results an
         interrupted read left, and their end markers)."""
         markers = 0
         while self._syncs:
-            result = self._next()
+            while (result := self._get()) is _BUSY:
+                yield READ
+                self.pgconn.consume_input()
             if result is None:
                 markers += 1
                 if markers > 1:  # pragma: no cover - libpq lost its sync
@@ -291,61 +317,165 @@ class LibpqTransaction:
             if result.status == ExecStatus.PIPELINE_SYNC:
                 self._syncs -= 1
 
-    def _flush(self) -> None:
+    def _flush(self) -> Waits[None]:
+        """Send everything queued, reading what the server answers meanwhile."""
+        self._unsent = 0
         pgconn = self.pgconn
         while pgconn.flush():
-            self._poll.modify(pgconn.socket, select.POLLIN | select.POLLOUT)
-            try:
-                events = self._poll.poll()
-            finally:
-                self._poll.modify(pgconn.socket, select.POLLIN)
-            if any(event & select.POLLIN for _, event in events):
-                pgconn.consume_input()
+            yield READ | WRITE
+            pgconn.consume_input()
 
     # --- failure ----------------------------------------------------------------
 
-    def _recover(self) -> None:
+    def _recover(self) -> Waits[None]:
         """Sync the pipeline, read it out, leave pipeline mode, roll back."""
         pgconn = self.pgconn
         if pgconn.pipeline_status != PipelineStatus.OFF:
             pgconn.pipeline_sync()
             self._syncs += 1
-            self._flush()
+            yield from self._flush()
             if self._lost_track:
                 self._awaited.clear()  # skipped up to the sync
             else:
-                self._read_awaited()
-            self._read_syncs()
+                yield from self._read_awaited()
+            yield from self._read_syncs()
             pgconn.exit_pipeline_mode()
         if pgconn.transaction_status != TransactionStatus.IDLE:
-            self._simple(b"ROLLBACK")
+            yield from self._simple(b"ROLLBACK")
         if self._lost_track:
-            self._prepared.clear()
-            self._prepared.update(
-                row[0]
-                for row in self._simple(
-                    b"SELECT name FROM pg_prepared_statements "
-                    b"WHERE name LIKE '\\_engine\\_%'"
-                )
+            names = yield from self._simple(
+                b"SELECT name FROM pg_prepared_statements "
+                b"WHERE name LIKE '\\_engine\\_%'"
             )
+            self._prepared.clear()
+            self._prepared.update(row[0] for row in names)
             self._lost_track = False
 
-    def _simple(self, sql: bytes) -> Rows:
+    def _simple(self, sql: bytes) -> Waits[Rows]:
         """Run ``sql`` outside pipeline mode; its rows (binary values)."""
-        self.pgconn.send_query_params(sql, None, result_format=Format.BINARY)
-        self._flush()
-        result = self._result()
-        if result.status == ExecStatus.FATAL_ERROR:
-            raise errors.error_from_result(result, encoding=self.encoding)
-        return [(result.get_value(row, 0),) for row in range(result.ntuples)]
+        pgconn = self.pgconn
+        pgconn.send_query_params(sql, None, result_format=Format.BINARY)
+        yield from self._flush()
+        results = []
+        while True:
+            while (result := self._get()) is _BUSY:
+                yield READ
+                pgconn.consume_input()
+            if result is None:
+                break
+            results.append(result)
+        if results[0].status == ExecStatus.FATAL_ERROR:
+            raise errors.error_from_result(results[0], encoding=self.encoding)
+        return [(results[0].get_value(row, 0),) for row in range(results[0].ntuples)]
+
+
+class LibpqTransaction(_LibpqPipeline):
+    """A saver transaction through libpq, waiting on the socket in ``poll``."""
+
+    def __init__(self, conn: Connection[Any], begin: str, planning: str) -> None:
+        self._poll = select.poll()
+        self._events = READ
+        self._poll.register(conn.pgconn.socket, READ)
+        super().__init__(conn, begin, planning)
+
+    def run(self, stmts: Sequence[Stmt], *, last: bool) -> list[Rows | None]:
+        """Queue ``stmts``, commit with them when ``last``, else read when one
+        fetches; their rows (None for those that do not fetch)."""
+        sent = []
+        for stmt in stmts:
+            sent.append(self.send(stmt))
+            if self.flush_due:
+                self._wait(self._flush())
+        if last:
+            self._wait(self._commit())
+        elif any(stmt.fetch for stmt in stmts):
+            self._wait(self._read())
+        return self._rows(sent)
+
+    def commit(self) -> None:
+        self._wait(self._commit())
 
     def abandon(self) -> None:
         """End the transaction, rolled back, whatever it sent or read; the
         connection is closed when it cannot be brought back to idle."""
         try:
-            self._recover()
+            self._wait(self._recover())
         except errors.Error:
             self.pgconn.finish()  # the pool drops it; the saver's error stands
         except BaseException:
             self.pgconn.finish()
             raise
+
+    def _wait(self, steps: Waits[T]) -> T:
+        try:
+            events = next(steps)
+            while True:
+                if events != self._events:
+                    self._poll.modify(self.pgconn.socket, events)
+                    self._events = events
+                self._poll.poll()
+                events = steps.send(None)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+
+class AsyncLibpqTransaction(_LibpqPipeline):
+    """A saver transaction through libpq, waiting on the event loop."""
+
+    def __init__(self, conn: AsyncConnection[Any], begin: str, planning: str) -> None:
+        self._loop = asyncio.get_running_loop()
+        super().__init__(conn, begin, planning)
+
+    async def run(self, stmts: Sequence[Stmt], *, last: bool) -> list[Rows | None]:
+        """See :meth:`LibpqTransaction.run`."""
+        sent = []
+        for stmt in stmts:
+            sent.append(self.send(stmt))
+            if self.flush_due:
+                await self._wait(self._flush())
+        if last:
+            await self._wait(self._commit())
+        elif any(stmt.fetch for stmt in stmts):
+            await self._wait(self._read())
+        return self._rows(sent)
+
+    async def commit(self) -> None:
+        await self._wait(self._commit())
+
+    async def abandon(self) -> None:
+        """See :meth:`LibpqTransaction.abandon`."""
+        try:
+            await self._wait(self._recover())
+        except errors.Error:
+            self.pgconn.finish()
+        except BaseException:
+            self.pgconn.finish()
+            raise
+
+    async def _wait(self, steps: Waits[T]) -> T:
+        try:
+            events = next(steps)
+            while True:
+                await self._ready(events)
+                events = steps.send(None)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+    async def _ready(self, events: int) -> None:
+        """Until the socket is readable (or writable, when asked)."""
+        loop, fd = self._loop, self.pgconn.socket
+        ready = loop.create_future()
+
+        def wake() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
+        loop.add_reader(fd, wake)
+        if events & WRITE:
+            loop.add_writer(fd, wake)
+        try:
+            await ready
+        finally:
+            loop.remove_reader(fd)
+            if events & WRITE:
+                loop.remove_writer(fd)

@@ -1,7 +1,8 @@
 """AsyncPostgresSaver: PostgresSaver on psycopg's asyncio connections and pool.
 
 Same schema, statements and semantics as :class:`~engine.checkpoint.postgres.PostgresSaver`
-(both run the operations of ``engine.checkpoint._sqlcore``). The sync methods
+(both run the operations of ``engine.checkpoint._sqlcore``, and send them through
+libpq's pipeline directly unless given a caller's pipeline: ``_libpq_pipeline``). The sync methods
 also work, from threads other than the event loop's: they submit the call to
 the saver's loop and wait.
 
@@ -27,6 +28,10 @@ from engine._internal._postgres import aborrowed, aopen_pool
 from engine.checkpoint._sqlcore.dialect import Batch, Op, Stmt, is_last
 from engine.checkpoint._sqlcore.saver import SqlCheckpointSaver, adrive
 from engine.checkpoint.postgres import check_pipe, require_autocommit, translate
+from engine.checkpoint.postgres._libpq_pipeline import (
+    AsyncLibpqTransaction,
+    available_on,
+)
 from engine.checkpoint.postgres._sql import (
     BEGIN_READ,
     BEGIN_WRITE,
@@ -159,64 +164,44 @@ class AsyncPostgresSaver(SqlCheckpointSaver):
             self.is_setup = True
 
     async def _arun(self, op: Op[T], *, write: bool) -> T:
-        held = AsyncExitStack()  # the borrowed connection
-        pipe = AsyncExitStack()  # pipeline mode on it
-        conn: AsyncConnection[Any] | None = None
-        committed = False
+        held = AsyncExitStack()  # the borrowed connection (and its lock, for libpq)
+        txn: AsyncLibpqTransaction | _AsyncCursorTransaction | None = None
 
         async def begin() -> None:
-            nonlocal conn
+            nonlocal txn
             try:
                 conn = await held.enter_async_context(self._connection())
                 require_autocommit(conn.autocommit)
-                if self.supports_pipeline:  # nested in self.pipe when given
-                    await pipe.enter_async_context(conn.pipeline())
-                await conn.execute(BEGIN_WRITE if write else BEGIN_READ, prepare=False)
-                await conn.execute(PLANNING, prepare=True)  # see PostgresSaver._run
+                start = BEGIN_WRITE if write else BEGIN_READ
+                if self.pipe is None and available_on(conn):
+                    await held.enter_async_context(conn.lock)
+                    txn = AsyncLibpqTransaction(conn, start, PLANNING)
+                else:
+                    txn = await _AsyncCursorTransaction.open(
+                        conn, start, self.supports_pipeline
+                    )
             except BaseException:
-                await pipe.aclose()
                 await held.aclose()
                 raise
 
-        async def send(stmt: Stmt) -> AsyncCursor[Any]:
-            assert conn is not None
-            cursor = conn.cursor(row_factory=tuple_row)
-            if stmt.many is not None:
-                await cursor.executemany(stmt.sql, stmt.many)
-            else:
-                await cursor.execute(stmt.sql, stmt.params, prepare=True)
-            return cursor
-
-        async def commit() -> None:
-            nonlocal committed
-            assert conn is not None
-            committed = True
-            await conn.execute("COMMIT", prepare=False)
-            await pipe.aclose()
-
         async def execute(stmt: Stmt | Batch) -> Any:
             # See PostgresSaver._run: the last statements commit in their round trip.
-            if committed:
+            assert txn is not None
+            if txn.committed:
                 raise RuntimeError("a statement after the operation's last one")
             stmts: Batch = (stmt,) if isinstance(stmt, Stmt) else stmt
-            cursors = [await send(one) for one in stmts]
-            if self.supports_pipeline and is_last(stmt):
-                await commit()
-            rows = [
-                await c.fetchall() if s.fetch else None
-                for c, s in zip(cursors, stmts, strict=True)
-            ]
+            rows = await txn.run(stmts, last=is_last(stmt))
             return rows[0] if isinstance(stmt, Stmt) else rows
 
         async def end(ok: bool) -> None:
-            assert conn is not None
+            assert txn is not None
             try:
                 if not ok:
-                    await _abandon(conn, pipe)
-                elif not committed:
-                    await commit()
+                    await txn.abandon()
+                elif not txn.committed:
+                    await txn.commit()
             except BaseException:
-                await _abandon(conn, pipe)
+                await txn.abandon()
                 raise
             finally:
                 await held.aclose()
@@ -244,9 +229,57 @@ class AsyncPostgresSaver(SqlCheckpointSaver):
         return future.result()
 
 
-async def _abandon(conn: AsyncConnection[Any], pipe: AsyncExitStack) -> None:
-    """Leave pipeline mode and roll back, whatever state the connection is in."""
-    with suppress(Error):
-        await pipe.aclose()
-    with suppress(Error):
-        await conn.execute("ROLLBACK", prepare=False)
+class _AsyncCursorTransaction:
+    """The async twin of ``PostgresSaver``'s cursor path (a caller's pipeline,
+    or libpq without pipeline mode)."""
+
+    def __init__(self, conn: AsyncConnection[Any], pipelined: bool) -> None:
+        self.conn = conn
+        self.pipelined = pipelined
+        self.committed = False
+        self._pipe = AsyncExitStack()  # pipeline mode on the connection
+
+    @classmethod
+    async def open(
+        cls, conn: AsyncConnection[Any], begin: str, pipelined: bool
+    ) -> _AsyncCursorTransaction:
+        txn = cls(conn, pipelined)
+        try:
+            if pipelined:  # nested in the caller's pipeline when given
+                await txn._pipe.enter_async_context(conn.pipeline())
+            await conn.execute(begin, prepare=False)
+            await conn.execute(PLANNING, prepare=True)  # see PostgresSaver._run
+        except BaseException:
+            await txn._pipe.aclose()
+            raise
+        return txn
+
+    async def run(self, stmts: Batch, *, last: bool) -> list[Any]:
+        """See ``_CursorTransaction.run``."""
+        cursors = [await self._send(stmt) for stmt in stmts]
+        if self.pipelined and last:
+            await self.commit()
+        return [
+            await c.fetchall() if s.fetch else None
+            for c, s in zip(cursors, stmts, strict=True)
+        ]
+
+    async def _send(self, stmt: Stmt) -> AsyncCursor[Any]:
+        cursor = self.conn.cursor(row_factory=tuple_row)
+        if stmt.many is not None:
+            await cursor.executemany(stmt.sql, stmt.many)
+        else:
+            await cursor.execute(stmt.sql, stmt.params, prepare=True)
+        return cursor
+
+    async def commit(self) -> None:
+        self.committed = True
+        await self.conn.execute("COMMIT", prepare=False)
+        await self._pipe.aclose()
+
+    async def abandon(self) -> None:
+        """Leave pipeline mode and roll back, whatever state the connection is in."""
+        with suppress(Error):
+            await self._pipe.aclose()
+        with suppress(Error):
+            await self.conn.execute("ROLLBACK", prepare=False)
