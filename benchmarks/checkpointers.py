@@ -12,6 +12,7 @@ allowed to create databases.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import random
@@ -19,7 +20,7 @@ import sqlite3
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AsyncExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -353,6 +354,71 @@ def interrupt_prep(kind: str) -> Callable[[Lib], Preparer]:
     return make
 
 
+@contextmanager
+def async_postgres(
+    lib: Lib, kind: str
+) -> Iterator[tuple[Any, asyncio.AbstractEventLoop]]:
+    """``lib``'s ``AsyncPostgresSaver`` on a fresh database (through the counting relay
+    for ``postgres counted``), open on an event loop of its own; yields both."""
+    if kind not in ("postgres", "postgres counted"):
+        raise Skip("async workloads run on Postgres only")
+    cls = lib.get("checkpoint.postgres.aio", "AsyncPostgresSaver")
+    loop = asyncio.new_event_loop()
+    try:
+        with (
+            pg_database(f"{lib.name}async") as conninfo,
+            RoundTripRelay(conninfo)
+            if kind == "postgres counted"
+            else nullcontext() as relay,
+        ):
+            opened = AsyncExitStack()
+            saver = loop.run_until_complete(
+                opened.enter_async_context(
+                    cls.from_conn_string(relay.dsn if relay else conninfo)
+                )
+            )
+            loop.run_until_complete(saver.setup())
+            if relay is not None:
+                RELAYS[lib.name] = relay
+            try:
+                yield saver, loop
+            finally:
+                RELAYS.pop(lib.name, None)
+                loop.run_until_complete(opened.aclose())
+    finally:
+        loop.close()
+
+
+def ainterrupt_prep(kind: str) -> Callable[[Lib], Preparer]:
+    """``interrupt_prep`` through ``ainvoke`` and the library's ``AsyncPostgresSaver``
+    (what an asyncio server runs)."""
+
+    def make(lib: Lib) -> Preparer:
+        @contextmanager
+        def prepare() -> Iterator[RunFn]:
+            with async_postgres(lib, kind) as (saver, loop):
+                runner = Runner(lib, build_ask(lib), saver)
+                command = lib.Command
+
+                async def cycle() -> None:
+                    config = runner.config()
+                    await runner.graph.ainvoke({"n": 0, "limit": INTERRUPTS}, config)
+                    for i in range(INTERRUPTS):
+                        out = await runner.graph.ainvoke(command(resume=i), config)
+                    assert out["n"] == INTERRUPTS and out["answer"] == INTERRUPTS - 1, (
+                        out
+                    )
+
+                def run() -> None:
+                    loop.run_until_complete(cycle())
+
+                yield run
+
+        return prepare
+
+    return make
+
+
 def history_prep(kind: str) -> Callable[[Lib], Preparer]:
     def make(lib: Lib) -> Preparer:
         @contextmanager
@@ -453,6 +519,13 @@ def workloads() -> list[Workload]:
         Workload(f"{kind} {name}", kind, make, per)
         for kind in ("sqlite", "postgres")
         for name, make, per in shapes
+    ] + [
+        Workload(
+            f"postgres interrupt/resume x{INTERRUPTS}, ainvoke",
+            "postgres",
+            ainterrupt_prep,
+            (INTERRUPTS + 1, "invoke"),
+        )
     ]
 
 

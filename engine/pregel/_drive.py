@@ -326,6 +326,8 @@ async def _adrive_steps(
         while loop.tick():
             if keys := loop.cache_probe():
                 loop.apply_cache_hits(await loop.cache.aget(keys))
+            if persistence is not None:
+                persistence.step_begins(loop.tasks.values(), loop.resuming_step)
             async for item in arun_step(loop, chunks):
                 yield item
             if loop.status == "interrupted":

@@ -117,7 +117,7 @@ def delay_quick_saves(persistence: object) -> None:
     when it has a background lane: for a run no other code reads the thread of
     between its steps (``invoke``), or whose readers are told of each save
     (``stream_events``: its ``CheckpointSaved`` events)."""
-    if isinstance(persistence, SyncPersistence):
+    if isinstance(persistence, (SyncPersistence, AsyncPersistence)):
         persistence.lane_delay = LANE_DELAY
 
 
@@ -147,6 +147,20 @@ def loop_step_of(saver: BaseCheckpointSaver) -> Callable[..., None] | None:
 
 LeaseKey = tuple[str, str, str]
 """(thread_id, checkpoint_ns, holder) of a lease to give back."""
+
+
+def _quick(
+    tasks: Iterable[PregelExecutableTask], resuming: bool, delay: float, since: float
+) -> bool:
+    """Whether saves waiting since ``since`` may wait on through a step of
+    ``tasks``: each of their nodes took less than ``delay`` the last time it ran
+    (resumed, for ``resuming``), and they have not waited ``delay`` yet."""
+    return time.monotonic() - since < delay and all(
+        (took := task.node.last_resumed_seconds if resuming else task.node.last_seconds)
+        is not None
+        and took < delay
+        for task in tasks
+    )
 
 
 def releases_with_saves(saver: BaseCheckpointSaver) -> bool:
@@ -274,18 +288,7 @@ class SyncPersistence:
         while the step runs. A node that never ran is not known to be quick."""
         if not self._queue or self._running or not self.lane_delay:
             return
-        delay = self.lane_delay
-        quick = all(
-            (
-                took := task.node.last_resumed_seconds
-                if resuming
-                else task.node.last_seconds
-            )
-            is not None
-            and took < delay
-            for task in tasks
-        )
-        if not quick or time.monotonic() - self._since >= delay:
+        if not _quick(tasks, resuming, self.lane_delay, self._since):
             with self._cond:
                 self._start_lane()
 
@@ -441,7 +444,9 @@ class SyncPersistence:
 
 class AsyncPersistence:
     """Saves for an asyncio run: one lane task on the event loop, in order, batched
-    like :class:`SyncPersistence`'s background lane."""
+    like :class:`SyncPersistence`'s background lane, and started as late as it
+    is (:attr:`lane_delay`): a run of a few quick steps makes its saves at its
+    end, in one transaction with its lease's release."""
 
     __slots__ = (
         "_error",
@@ -449,16 +454,21 @@ class AsyncPersistence:
         "_lane",
         "_queue",
         "_release",
+        "_since",
         "_taken",
         "background",
         "fence",
         "kept_by_copy",
+        "lane_delay",
         "lease_released",
         "saver",
     )
 
     def __init__(self, saver: BaseCheckpointSaver, background: bool) -> None:
         self.saver = saver
+        self.lane_delay = 0.0
+        """As :attr:`SyncPersistence.lane_delay`."""
+        self._since = 0.0
         self.background = background
         self.kept_by_copy = False  # saves run later, on the lane
         self.fence: dict[str, Any] | None = None
@@ -472,17 +482,38 @@ class AsyncPersistence:
         self.lease_released = False
         """As :attr:`SyncPersistence.lease_released`."""
 
-    def _submit(self, item: Saved) -> None:
+    def _submit(self, item: Saved, eager: bool = False) -> None:
         if self._error is not None:
             error, self._error = self._error, None
             raise error
+        if self._lane_running():
+            self._queue.append(item)  # the lane takes it after its batch
+            return
+        now = time.monotonic() if self.lane_delay else 0.0
+        if not self._queue:
+            self._since = now
         self._queue.append(item)
-        if self._lane is None or self._lane.done():
-            if self._idle is None:
-                self._idle = asyncio.Event()
-            self._idle.clear()
-            self._lane = asyncio.ensure_future(self._drain())
-            self._lane.add_done_callback(_silence)
+        if (
+            eager
+            or now - self._since >= self.lane_delay
+            or len(self._queue) >= SAVES_KEPT_FOR_THE_END
+        ):
+            self._start_lane()
+
+    def _lane_running(self) -> bool:
+        return self._lane is not None and not self._lane.done()
+
+    def _start_lane(self) -> None:
+        """The lane task for the saves waiting, unless it runs already; as in
+        :meth:`SyncPersistence._start_lane`, the run's later saves go at once."""
+        if self._lane_running() or not self._queue:
+            return
+        self.lane_delay = 0.0
+        if self._idle is None:
+            self._idle = asyncio.Event()
+        self._idle.clear()
+        self._lane = asyncio.ensure_future(self._drain())
+        self._lane.add_done_callback(_silence)
 
     async def _drain(self) -> None:
         try:
@@ -548,7 +579,10 @@ class AsyncPersistence:
     ) -> None:
         if self.fence is not None:
             config = _fenced(config, self.fence)
-        self._submit(((config, [(task_id, path, writes)], None, None, {}), None))
+        self._submit(
+            ((config, [(task_id, path, writes)], None, None, {}), None),
+            eager=siblings_running,
+        )
 
     def put_step(
         self,
@@ -568,7 +602,12 @@ class AsyncPersistence:
     def step_begins(
         self, tasks: Iterable[PregelExecutableTask], resuming: bool = False
     ) -> None:
-        """Nothing to do: the lane is a task on the run's event loop."""
+        """As :meth:`SyncPersistence.step_begins`: the lane starts for the saves
+        waiting unless the step's nodes are known to be quick."""
+        if not self._queue or self._lane_running() or not self.lane_delay:
+            return
+        if not _quick(tasks, resuming, self.lane_delay, self._since):
+            self._start_lane()
 
     def flush(self) -> None:
         """Nothing to do synchronously; the driver awaits :meth:`aflush`."""
@@ -578,6 +617,9 @@ class AsyncPersistence:
         return len(self._queue) >= MAX_QUEUED_SAVES
 
     async def aflush(self) -> None:
+        """Wait for every queued save (those kept for the run's end go now, in
+        one batch); raise the first save error, if any."""
+        self._start_lane()
         lane = self._lane
         if lane is not None and not lane.done():
             await asyncio.wait({lane})

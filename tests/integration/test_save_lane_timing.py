@@ -13,10 +13,11 @@ record which thread makes each batch.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Sequence
-from contextlib import ExitStack
+from contextlib import AsyncExitStack, ExitStack
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -24,7 +25,9 @@ import pytest
 
 from engine import events as ev
 from engine.checkpoint.postgres import PostgresSaver
+from engine.checkpoint.postgres.aio import AsyncPostgresSaver
 from engine.checkpoint.sqlite import SqliteSaver
+from engine.checkpoint.sqlite.aio import AsyncSqliteSaver
 from engine.graph import END, START, StateGraph
 from engine.pregel import _persist
 from engine.pregel._persist import LANE_DELAY, SyncPersistence, background_pool
@@ -404,3 +407,165 @@ def test_stream_runs_hand_each_save_to_the_lane_as_it_comes(
     for _ in graph.stream({"n": 0}, config):
         pass
     assert _lanes(lane_starts)  # a lane took saves while the run went on
+
+
+# --- asyncio runs (ainvoke) -----------------------------------------------------------
+
+
+class _RecordingAsync:
+    """Records the size of each ``aput_steps`` batch and whether the lease went
+    back in it."""
+
+    abatches: list[tuple[int, bool]]
+
+    async def aput_steps(self, steps: Sequence[Any], **kwargs: Any) -> Any:
+        self.abatches.append((len(steps), kwargs.get("release") is not None))
+        return await super().aput_steps(steps, **kwargs)  # type: ignore[misc]
+
+
+class RecordingAsyncSqliteSaver(_RecordingAsync, AsyncSqliteSaver):
+    pass
+
+
+class RecordingAsyncPostgresSaver(_RecordingAsync, AsyncPostgresSaver):
+    pass
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def asaver(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """A real async SQLite or Postgres saver that records its batches."""
+    async with AsyncExitStack() as stack:
+        if request.param == "sqlite":
+            opened: Any = await stack.enter_async_context(
+                RecordingAsyncSqliteSaver.from_conn_string(str(tmp_path / "c.db"))
+            )
+        else:
+            dsn = stack.enter_context(fresh_database(pg_dsn()))
+            opened = await stack.enter_async_context(
+                RecordingAsyncPostgresSaver.from_conn_string(dsn)
+            )
+        opened.abatches = []
+        await opened.setup()
+        yield opened
+
+
+async def test_an_async_resume_that_pauses_again_saves_in_one_batch(
+    asaver: Any,
+) -> None:
+    graph = _ask_graph(asaver)
+    config = {"configurable": {"thread_id": "t1"}}
+    await graph.ainvoke({"n": 0}, config)  # "ask" ran once: known to be quick now
+    await graph.ainvoke(Command(resume="first"), config)
+    asaver.abatches.clear()
+
+    out = await graph.ainvoke(Command(resume="second"), config)
+
+    assert out["answer"] == "second" and "__interrupt__" in out
+    # the resume value, the step it finished and the new pause: one transaction,
+    # the lease given back in it
+    assert asaver.abatches == [(3, True)]
+    head = await asaver.aget_tuple(config)
+    assert head is not None and head.checkpoint["channel_values"]["n"] == 2
+    assert await asaver.aget_lease("t1", "") is None
+    snapshot = await graph.aget_state(config)
+    assert snapshot.next == ("ask",) and snapshot.interrupts
+
+
+async def _ahead_soon(saver: Any, config: Any, holds: Any) -> bool:
+    """:func:`_head_soon` for an async saver, from the event loop."""
+    wanted = {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        head = await saver.aget_tuple(wanted)
+        if head is not None and holds(head):
+            return True
+        await asyncio.sleep(0.005)
+    return False
+
+
+async def test_an_async_step_not_known_to_be_quick_has_the_saves_before_it_made(
+    asaver: Any,
+) -> None:
+    def quick(state: SlowState) -> dict[str, Any]:
+        return {"log": ["quick"]}
+
+    async def slow(state: SlowState, config: Any) -> dict[str, Any]:
+        await asyncio.sleep(0.01)
+        seen = await _ahead_soon(
+            asaver, config, lambda head: head.metadata.get("writes", {}).get("quick")
+        )
+        return {"seen": seen}
+
+    builder = StateGraph(SlowState)
+    builder.add_node("quick", quick)
+    builder.add_node("slow", slow)
+    builder.add_edge(START, "quick")
+    builder.add_edge("quick", "slow")
+    builder.add_edge("slow", END)
+    graph = builder.compile(checkpointer=asaver)
+    # first run: "slow" never ran; second: it took far longer than the delay
+    for thread_id in ("t1", "t2"):
+        config = {"configurable": {"thread_id": thread_id}}
+        out = await graph.ainvoke({"log": []}, config)
+        assert out["seen"] is True, thread_id
+
+
+async def test_an_async_node_that_pauses_quickly_has_its_answer_saved_while_it_works(
+    asaver: Any,
+) -> None:
+    class ApproveState(TypedDict, total=False):
+        n: int
+        stored: list[bool]
+
+    async def approve(state: ApproveState, config: Any) -> dict[str, Any]:
+        answer = interrupt("approve?")
+        await asyncio.sleep(0.01)  # the slow part
+        stored = await _ahead_soon(
+            asaver,
+            config,
+            lambda head: any(
+                channel == "__resume__" and answer in str(value)
+                for _, channel, value in head.pending_writes or ()
+            ),
+        )
+        return {
+            "n": state.get("n", 0) + 1,
+            "stored": [*state.get("stored", []), stored],
+        }
+
+    builder = StateGraph(ApproveState)
+    builder.add_node("approve", approve)
+    builder.add_edge(START, "approve")
+    builder.add_conditional_edges(
+        "approve", lambda s: END if s["n"] >= 3 else "approve"
+    )
+    graph = builder.compile(checkpointer=asaver)
+    config = {"configurable": {"thread_id": "t1"}}
+    await graph.ainvoke({"n": 0}, config)
+    for answer in ("yes-1", "yes-2", "yes-3"):
+        out = await graph.ainvoke(Command(resume=answer), config)
+    assert out["stored"] == [True, True, True]
+
+
+async def test_a_failing_async_save_kept_for_the_end_fails_the_run_and_keeps_nothing(
+    asaver: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph = _ask_graph(asaver)
+    config = {"configurable": {"thread_id": "t1"}}
+    await graph.ainvoke({"n": 0}, config)  # "ask" is known to be quick now
+    head = await asaver.aget_tuple(config)
+    assert head is not None
+
+    async def refuse(steps: Sequence[Any], **kwargs: Any) -> Any:
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr(asaver, "aput_steps", refuse)
+    with pytest.raises(RuntimeError, match="the disk is full"):
+        await graph.ainvoke(Command(resume="lost"), config)
+    monkeypatch.undo()
+
+    after = await asaver.aget_tuple(config)
+    assert after is not None and after.checkpoint["id"] == head.checkpoint["id"]
+    assert await asaver.aget_lease("t1", "") is None  # the run gave its thread back
+    out = await graph.ainvoke(Command(resume="again"), config)
+    assert out["answer"] == "again"
