@@ -22,6 +22,7 @@ import psycopg
 import pytest
 
 from engine.checkpoint.postgres import PostgresSaver
+from engine.checkpoint.postgres.aio import AsyncPostgresSaver
 from engine.graph import END, START, StateGraph, add_messages
 from engine.types import Command, interrupt
 from tests._support.pg_round_trips import ClientMessages, RoundTripRelay
@@ -240,6 +241,25 @@ def test_a_resume_costs_two_round_trips_on_the_saver_that_saved_the_head(
                 assert saved.checkpoint["channel_values"]["n"] == out["n"] + done
                 saver.release_lease("ask", "", "me")
         assert min(counts) <= 2
+
+
+async def test_an_async_resume_costs_two_round_trips_too(relay) -> None:
+    """Through ``ainvoke`` and the async saver: the take with the head's reads,
+    then the resume value, the step and the new pause saved with the lease's
+    release in one transaction (not one commit each)."""
+    async with AsyncPostgresSaver.from_conn_string(relay.dsn) as saver:
+        await saver.setup()
+        graph = _loop("ask", _ask).compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "ask"}}
+        await graph.ainvoke({"n": 0, "limit": 1000}, config)
+        await graph.ainvoke(Command(resume=1), config)  # warm, and "ask" is quick
+        counts = []
+        for resume in range(1, REPEATS + 1):
+            relay.reset()
+            out = await graph.ainvoke(Command(resume=resume), config)
+            counts.append(relay.round_trips)
+        assert min(counts) <= 2
+        assert out["n"] == 1 + sum(range(1, 1 + REPEATS))
 
 
 def test_opening_and_closing_a_connection_is_no_round_trip(relay) -> None:
