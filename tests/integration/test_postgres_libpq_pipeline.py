@@ -323,17 +323,23 @@ def test_abandoning_on_a_lost_connection_raises_nothing_of_its_own(conn) -> None
 # --- the saver ---------------------------------------------------------------------
 
 
-def test_the_saver_sends_through_libpq_unless_given_a_pipeline(
-    dsn, monkeypatch
-) -> None:
-    opened: list[LibpqTransaction] = []
-    init = LibpqTransaction.__init__
+def _opened(monkeypatch: pytest.MonkeyPatch, cls: type[Any]) -> list[Any]:
+    """The transactions of ``cls`` opened from now on."""
+    opened: list[Any] = []
+    init = cls.__init__
 
-    def recorded(self: LibpqTransaction, *args: Any) -> None:
+    def recorded(self: Any, *args: Any) -> None:
         opened.append(self)
         init(self, *args)
 
-    monkeypatch.setattr(LibpqTransaction, "__init__", recorded)
+    monkeypatch.setattr(cls, "__init__", recorded)
+    return opened
+
+
+def test_the_saver_sends_through_libpq_unless_given_a_pipeline(
+    dsn, monkeypatch
+) -> None:
+    opened = _opened(monkeypatch, LibpqTransaction)
     with PostgresSaver.from_conn_string(dsn) as saver:
         saver.setup()
         saver.put(make_config("t"), make_checkpoint(), make_metadata(), {})
@@ -393,14 +399,7 @@ async def test_async_parameters_and_rows_are_what_a_cursor_returns(dsn) -> None:
 async def test_the_async_saver_sends_through_libpq_unless_given_a_pipeline(
     dsn, monkeypatch
 ) -> None:
-    opened: list[AsyncLibpqTransaction] = []
-    init = AsyncLibpqTransaction.__init__
-
-    def recorded(self: AsyncLibpqTransaction, *args: Any) -> None:
-        opened.append(self)
-        init(self, *args)
-
-    monkeypatch.setattr(AsyncLibpqTransaction, "__init__", recorded)
+    opened = _opened(monkeypatch, AsyncLibpqTransaction)
     async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
         await saver.setup()
         await saver.aput(make_config("t"), make_checkpoint(), make_metadata(), {})

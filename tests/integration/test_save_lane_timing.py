@@ -154,27 +154,58 @@ class SlowState(TypedDict, total=False):
     seen: bool
 
 
+def _quick(state: SlowState) -> dict[str, Any]:
+    return {"log": ["quick"]}
+
+
+def _quick_then(slow: Any, saver: Any) -> Any:
+    """``quick`` writes, then ``slow``."""
+    builder = StateGraph(SlowState)
+    builder.add_node("quick", _quick)
+    builder.add_node("slow", slow)
+    builder.add_edge(START, "quick")
+    builder.add_edge("quick", "slow")
+    builder.add_edge("slow", END)
+    return builder.compile(checkpointer=saver)
+
+
+def _quick_written(head: Any) -> bool:
+    return bool(head.metadata.get("writes", {}).get("quick"))
+
+
 def _slow_graph(saver: RecordingSaver) -> Any:
     """``quick`` writes, then ``slow`` (never under 10 ms: a slow node) waits up
     to 5 s until the saver holds the checkpoint after ``quick``: it returns
     whether it saw it."""
 
-    def quick(state: SlowState) -> dict[str, Any]:
-        return {"log": ["quick"]}
-
     def slow(state: SlowState, config: Any) -> dict[str, Any]:
         time.sleep(0.01)
-        seen = _head_soon(
-            saver, config, lambda head: head.metadata.get("writes", {}).get("quick")
-        )
-        return {"seen": seen}
+        return {"seen": _head_soon(saver, config, _quick_written)}
 
-    builder = StateGraph(SlowState)
-    builder.add_node("quick", quick)
-    builder.add_node("slow", slow)
-    builder.add_edge(START, "quick")
-    builder.add_edge("quick", "slow")
-    builder.add_edge("slow", END)
+    return _quick_then(slow, saver)
+
+
+class ApproveState(TypedDict, total=False):
+    n: int
+    stored: list[bool]
+
+
+def _answer_stored(answer: Any) -> Any:
+    """Whether a head holds ``answer`` as its resume value."""
+    return lambda head: any(
+        channel == "__resume__" and answer in str(value)
+        for _, channel, value in head.pending_writes or ()
+    )
+
+
+def _approve_graph(approve: Any, saver: Any) -> Any:
+    """``approve`` three times in a row."""
+    builder = StateGraph(ApproveState)
+    builder.add_node("approve", approve)
+    builder.add_edge(START, "approve")
+    builder.add_conditional_edges(
+        "approve", lambda s: END if s["n"] >= 3 else "approve"
+    )
     return builder.compile(checkpointer=saver)
 
 
@@ -264,33 +295,16 @@ def test_a_node_that_pauses_quickly_has_its_answer_saved_while_it_works_slowly(
     one, so the answer is stored while it works, on every resume (also when the
     studio's worker resumes it, through ``stream_events``)."""
 
-    class ApproveState(TypedDict, total=False):
-        n: int
-        stored: list[bool]
-
     def approve(state: ApproveState, config: Any) -> dict[str, Any]:
         answer = interrupt("approve?")
         time.sleep(0.01)  # the slow part
-        stored = _head_soon(
-            saver,
-            config,
-            lambda head: any(
-                channel == "__resume__" and answer in str(value)
-                for _, channel, value in head.pending_writes or ()
-            ),
-        )
+        stored = _head_soon(saver, config, _answer_stored(answer))
         return {
             "n": state.get("n", 0) + 1,
             "stored": [*state.get("stored", []), stored],
         }
 
-    builder = StateGraph(ApproveState)
-    builder.add_node("approve", approve)
-    builder.add_edge(START, "approve")
-    builder.add_conditional_edges(
-        "approve", lambda s: END if s["n"] >= 3 else "approve"
-    )
-    graph = builder.compile(checkpointer=saver)
+    graph = _approve_graph(approve, saver)
     config = {"configurable": {"thread_id": "t1"}}
     _final_values(graph, how, {"n": 0}, config)
     for answer in ("yes-1", "yes-2", "yes-3"):
@@ -486,23 +500,11 @@ async def _ahead_soon(saver: Any, config: Any, holds: Any) -> bool:
 async def test_an_async_step_not_known_to_be_quick_has_the_saves_before_it_made(
     asaver: Any,
 ) -> None:
-    def quick(state: SlowState) -> dict[str, Any]:
-        return {"log": ["quick"]}
-
     async def slow(state: SlowState, config: Any) -> dict[str, Any]:
         await asyncio.sleep(0.01)
-        seen = await _ahead_soon(
-            asaver, config, lambda head: head.metadata.get("writes", {}).get("quick")
-        )
-        return {"seen": seen}
+        return {"seen": await _ahead_soon(asaver, config, _quick_written)}
 
-    builder = StateGraph(SlowState)
-    builder.add_node("quick", quick)
-    builder.add_node("slow", slow)
-    builder.add_edge(START, "quick")
-    builder.add_edge("quick", "slow")
-    builder.add_edge("slow", END)
-    graph = builder.compile(checkpointer=asaver)
+    graph = _quick_then(slow, asaver)
     # first run: "slow" never ran; second: it took far longer than the delay
     for thread_id in ("t1", "t2"):
         config = {"configurable": {"thread_id": thread_id}}
@@ -513,33 +515,16 @@ async def test_an_async_step_not_known_to_be_quick_has_the_saves_before_it_made(
 async def test_an_async_node_that_pauses_quickly_has_its_answer_saved_while_it_works(
     asaver: Any,
 ) -> None:
-    class ApproveState(TypedDict, total=False):
-        n: int
-        stored: list[bool]
-
     async def approve(state: ApproveState, config: Any) -> dict[str, Any]:
         answer = interrupt("approve?")
         await asyncio.sleep(0.01)  # the slow part
-        stored = await _ahead_soon(
-            asaver,
-            config,
-            lambda head: any(
-                channel == "__resume__" and answer in str(value)
-                for _, channel, value in head.pending_writes or ()
-            ),
-        )
+        stored = await _ahead_soon(asaver, config, _answer_stored(answer))
         return {
             "n": state.get("n", 0) + 1,
             "stored": [*state.get("stored", []), stored],
         }
 
-    builder = StateGraph(ApproveState)
-    builder.add_node("approve", approve)
-    builder.add_edge(START, "approve")
-    builder.add_conditional_edges(
-        "approve", lambda s: END if s["n"] >= 3 else "approve"
-    )
-    graph = builder.compile(checkpointer=asaver)
+    graph = _approve_graph(approve, asaver)
     config = {"configurable": {"thread_id": "t1"}}
     await graph.ainvoke({"n": 0}, config)
     for answer in ("yes-1", "yes-2", "yes-3"):

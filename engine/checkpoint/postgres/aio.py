@@ -1,10 +1,10 @@
 """AsyncPostgresSaver: PostgresSaver on psycopg's asyncio connections and pool.
 
 Same schema, statements and semantics as :class:`~engine.checkpoint.postgres.PostgresSaver`
-(both run the operations of ``engine.checkpoint._sqlcore``, and send them through
-libpq's pipeline directly unless given a caller's pipeline: ``_libpq_pipeline``). The sync methods
-also work, from threads other than the event loop's: they submit the call to
-the saver's loop and wait.
+(both run the operations of ``engine.checkpoint._sqlcore``, and send them
+through libpq's pipeline directly unless given a caller's pipeline:
+``_libpq_pipeline``). The sync methods also work, from threads other than the
+event loop's: they submit the call to the saver's loop and wait.
 
 Example:
     >>> async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
