@@ -10,6 +10,7 @@ every row: time at most 0.20x, geometric mean of all rows at most 0.15x, peak me
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import operator
 import statistics
@@ -293,6 +294,29 @@ def fanout_prep(lib: Lib, saver: bool) -> Preparer:
     return prepare
 
 
+def aloop_prep(lib: Lib, saver: bool, steps: int) -> Preparer:
+    """The counter loop through ``ainvoke`` on an event loop of its own (what an
+    asyncio server runs; the loop's node is a plain function, as most are)."""
+
+    @contextmanager
+    def prepare() -> Iterator[RunFn]:
+        runner = Runner(lib, build_loop(lib), saver, recursion_limit=steps + 10)
+        events = asyncio.new_event_loop()
+
+        def run() -> None:
+            out = events.run_until_complete(
+                runner.graph.ainvoke({"n": 0, "limit": steps}, runner.config())
+            )
+            assert out["n"] == steps, out
+
+        try:
+            yield Renewing(run, runner.renew)
+        finally:
+            events.close()
+
+    return prepare
+
+
 @dataclass
 class Workload:
     name: str
@@ -300,6 +324,9 @@ class Workload:
     saver: bool
 
     target: float = TARGET_EACH
+    in_geomean: bool = True
+    """Counted in the geometric means (the workloads issue 17 names); the
+    ``ainvoke`` rows are shown beside them, outside the means."""
 
 
 def workloads() -> list[Workload]:
@@ -321,8 +348,20 @@ def workloads() -> list[Workload]:
             lambda lib, saver: stream_modes_prep(lib, saver, LOOP_ITERATIONS),
         )
     )
-    out = [Workload(name, make, False) for name, make in base]
-    out += [Workload(f"{name} +memsaver", make, True) for name, make in base]
+    base.append(
+        (
+            f"loop {LOOP_ITERATIONS} iterations, ainvoke",
+            lambda lib, saver: aloop_prep(lib, saver, LOOP_ITERATIONS),
+        )
+    )
+    out = [
+        Workload(name, make, False, in_geomean="ainvoke" not in name)
+        for name, make in base
+    ]
+    out += [
+        Workload(f"{name} +memsaver", make, True, in_geomean="ainvoke" not in name)
+        for name, make in base
+    ]
     out.append(
         Workload(f"get_state_history {HISTORY_STEPS} +memsaver", history_prep, True)
     )
@@ -399,7 +438,12 @@ def main() -> None:
                 continue
             preparers = {lib.name: w.make(lib, saver) for lib in libs}
             stats = compare(
-                table, w.name, preparers, args, target=w.target, ratios=ratios
+                table,
+                w.name,
+                preparers,
+                args,
+                target=w.target,
+                ratios=ratios if w.in_geomean else [],
             )
             if stats is not None and LANGGRAPH in stats and stats[LANGGRAPH].peak:
                 row = table.rows[-1]
