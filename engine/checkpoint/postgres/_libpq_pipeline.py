@@ -50,7 +50,7 @@ from psycopg.pq import (
     PipelineStatus,
     TransactionStatus,
 )
-from psycopg.pq.abc import PGconn
+from psycopg.pq.abc import PGconn, PGresult
 
 from engine.checkpoint._sqlcore.dialect import Rows, Stmt
 
@@ -155,9 +155,6 @@ _Awaited = _Sent | bytes | None
 """A result to read: a statement's, a ``Parse``'s (the name it prepares) or a
 command's (BEGIN, COMMIT: None)."""
 
-_BUSY: Any = object()
-"""What :meth:`_LibpqPipeline._get` returns when libpq must read more first."""
-
 
 class _LibpqPipeline:
     """The protocol of a saver transaction on an idle autocommit connection:
@@ -229,11 +226,21 @@ class _LibpqPipeline:
             pgconn.send_query_prepared(name, values, param_formats=formats)
         self._awaited.append(sent)
 
-    @staticmethod
-    def _rows(sent: list[_Sent]) -> list[Rows | None]:
-        return [one.rows if one.fetch else None for one in sent]
-
     # --- waiting ------------------------------------------------------------------
+
+    def _run(self, stmts: Sequence[Stmt], last: bool) -> Waits[list[Rows | None]]:
+        """Queue ``stmts``, commit with them when ``last``, else read when one
+        fetches; their rows (None for those that do not fetch)."""
+        sent = []
+        for stmt in stmts:
+            sent.append(self.send(stmt))
+            if self.flush_due:
+                yield from self._flush()
+        if last:
+            yield from self._commit()
+        elif any(stmt.fetch for stmt in stmts):
+            yield from self._read()
+        return [one.rows if one.fetch else None for one in sent]
 
     def _read(self) -> Waits[None]:
         """Wait for every queued statement (the transaction stays open)."""
@@ -264,14 +271,11 @@ class _LibpqPipeline:
 
     def _read_awaited(self) -> Waits[errors.Error | None]:
         """Every awaited result read; the first error among them."""
-        pgconn = self.pgconn
         awaited, self._awaited = self._awaited, []
         error: errors.Error | None = None
         self._lost_track = True  # until every result is read
         for what in awaited:
-            while (result := self._get()) is _BUSY:
-                yield READ
-                pgconn.consume_input()
+            result = yield from self._next()
             if result is None:  # pragma: no cover - libpq always has one here
                 raise errors.InternalError("libpq returned no result for a query")
             status = result.status
@@ -283,18 +287,17 @@ class _LibpqPipeline:
             elif what is not None and what.fetch and status == ExecStatus.TUPLES_OK:
                 self.tx.set_pgresult(result)
                 what.rows = self.tx.load_rows(0, result.ntuples, tuple)
-            while self._get() is _BUSY:  # the end marker after the query's results
-                yield READ
-                pgconn.consume_input()
+            yield from self._next()  # the end marker after the query's results
         self._lost_track = False
         return error
 
-    def _get(self) -> Any:  # a PGresult, None or _BUSY
-        """What libpq gives next without waiting: a result, the marker (None) it
-        puts after each query's results, or ``_BUSY`` (read the socket first)."""
+    def _next(self) -> Waits[PGresult | None]:
+        """What libpq gives next: a result, or the marker (None) it puts after
+        each query's results."""
         pgconn = self.pgconn
-        if pgconn.is_busy():
-            return _BUSY
+        while pgconn.is_busy():
+            yield READ
+            pgconn.consume_input()
         result = pgconn.get_result()
         if result is None and pgconn.status == ConnStatus.BAD:
             message = pgconn.get_error_message(self.encoding)
@@ -306,9 +309,7 @@ class _LibpqPipeline:
         interrupted read left, and their end markers)."""
         markers = 0
         while self._syncs:
-            while (result := self._get()) is _BUSY:
-                yield READ
-                self.pgconn.consume_input()
+            result = yield from self._next()
             if result is None:
                 markers += 1
                 if markers > 1:  # pragma: no cover - libpq lost its sync
@@ -358,12 +359,7 @@ class _LibpqPipeline:
         pgconn.send_query_params(sql, None, result_format=Format.BINARY)
         yield from self._flush()
         results = []
-        while True:
-            while (result := self._get()) is _BUSY:
-                yield READ
-                pgconn.consume_input()
-            if result is None:
-                break
+        while (result := (yield from self._next())) is not None:
             results.append(result)
         if results[0].status == ExecStatus.FATAL_ERROR:
             raise errors.error_from_result(results[0], encoding=self.encoding)
@@ -380,18 +376,8 @@ class LibpqTransaction(_LibpqPipeline):
         super().__init__(conn, begin, planning)
 
     def run(self, stmts: Sequence[Stmt], *, last: bool) -> list[Rows | None]:
-        """Queue ``stmts``, commit with them when ``last``, else read when one
-        fetches; their rows (None for those that do not fetch)."""
-        sent = []
-        for stmt in stmts:
-            sent.append(self.send(stmt))
-            if self.flush_due:
-                self._wait(self._flush())
-        if last:
-            self._wait(self._commit())
-        elif any(stmt.fetch for stmt in stmts):
-            self._wait(self._read())
-        return self._rows(sent)
+        """See :meth:`_LibpqPipeline._run`."""
+        return self._wait(self._run(stmts, last))
 
     def commit(self) -> None:
         self._wait(self._commit())
@@ -428,17 +414,8 @@ class AsyncLibpqTransaction(_LibpqPipeline):
         super().__init__(conn, begin, planning)
 
     async def run(self, stmts: Sequence[Stmt], *, last: bool) -> list[Rows | None]:
-        """See :meth:`LibpqTransaction.run`."""
-        sent = []
-        for stmt in stmts:
-            sent.append(self.send(stmt))
-            if self.flush_due:
-                await self._wait(self._flush())
-        if last:
-            await self._wait(self._commit())
-        elif any(stmt.fetch for stmt in stmts):
-            await self._wait(self._read())
-        return self._rows(sent)
+        """See :meth:`_LibpqPipeline._run`."""
+        return await self._wait(self._run(stmts, last))
 
     async def commit(self) -> None:
         await self._wait(self._commit())
