@@ -163,6 +163,22 @@ def _quick(
     )
 
 
+def _queue_may_wait(
+    persistence: SyncPersistence | AsyncPersistence, item: Saved
+) -> bool:
+    """Queue ``item`` on a lane that is not running; whether the saves queued
+    may wait on for it (``lane_delay``): not once the oldest has waited that
+    long, nor once :data:`SAVES_KEPT_FOR_THE_END` wait."""
+    now = time.monotonic() if persistence.lane_delay else 0.0
+    if not persistence._queue:
+        persistence._since = now
+    persistence._queue.append(item)
+    return (
+        now - persistence._since < persistence.lane_delay
+        and len(persistence._queue) < SAVES_KEPT_FOR_THE_END
+    )
+
+
 def releases_with_saves(saver: BaseCheckpointSaver) -> bool:
     """Whether ``saver.put_steps`` takes ``release=``: a lease given back in the
     batch's transaction (the SQL savers). Read from the class, as above."""
@@ -266,15 +282,7 @@ class SyncPersistence:
             if self._running:
                 self._queue.append(item)
                 return
-            now = time.monotonic() if self.lane_delay else 0.0
-            if not self._queue:
-                self._since = now
-            self._queue.append(item)
-            if (
-                eager
-                or now - self._since >= self.lane_delay
-                or len(self._queue) >= SAVES_KEPT_FOR_THE_END
-            ):
+            if not _queue_may_wait(self, item) or eager:
                 self._start_lane()
 
     def step_begins(
@@ -489,15 +497,7 @@ class AsyncPersistence:
         if self._lane_running():
             self._queue.append(item)  # the lane takes it after its batch
             return
-        now = time.monotonic() if self.lane_delay else 0.0
-        if not self._queue:
-            self._since = now
-        self._queue.append(item)
-        if (
-            eager
-            or now - self._since >= self.lane_delay
-            or len(self._queue) >= SAVES_KEPT_FOR_THE_END
-        ):
+        if not _queue_may_wait(self, item) or eager:
             self._start_lane()
 
     def _lane_running(self) -> bool:
