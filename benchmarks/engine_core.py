@@ -355,11 +355,8 @@ def workloads() -> list[Workload]:
         )
     )
     out = [
-        Workload(name, make, False, in_geomean="ainvoke" not in name)
-        for name, make in base
-    ]
-    out += [
-        Workload(f"{name} +memsaver", make, True, in_geomean="ainvoke" not in name)
+        Workload(name + suffix, make, saver, in_geomean="ainvoke" not in name)
+        for saver, suffix in ((False, ""), (True, " +memsaver"))
         for name, make in base
     ]
     out.append(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import select
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -222,14 +223,23 @@ def test_statements_aborted_before_they_were_prepared_are_prepared_later(
     assert _transaction(conn).run((later,), last=True) == [[("xlater",)]]
 
 
-def test_statements_dropped_by_someone_else_fail_once_then_are_prepared_anew(
-    dsn,
-) -> None:
+@contextmanager
+def _one_checkpoint_on_one_connection(
+    dsn: str,
+) -> Iterator[tuple[psycopg.Connection[Any], PostgresSaver, Any]]:
+    """A saver on one connection, set up, with one checkpoint on thread ``t``."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         saver = PostgresSaver(conn)
         saver.setup()
         config = make_config("t")
         saver.put(config, make_checkpoint(), make_metadata(), {})
+        yield conn, saver, config
+
+
+def test_statements_dropped_by_someone_else_fail_once_then_are_prepared_anew(
+    dsn,
+) -> None:
+    with _one_checkpoint_on_one_connection(dsn) as (conn, saver, config):
         assert saver.get_tuple(config) is not None
 
         conn.execute("DEALLOCATE ALL")
@@ -275,11 +285,7 @@ def interrupted(monkeypatch) -> type[_InterruptedPoll]:
 
 
 def test_an_interrupted_read_leaves_the_connection_usable(dsn, interrupted) -> None:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        saver = PostgresSaver(conn)
-        saver.setup()
-        config = make_config("t")
-        saver.put(config, make_checkpoint(), make_metadata(), {})
+    with _one_checkpoint_on_one_connection(dsn) as (conn, saver, config):
         interrupted.armed = True
 
         with pytest.raises(KeyboardInterrupt):
@@ -369,11 +375,7 @@ def test_statement_shapes_past_the_limit_are_sent_unnamed(
     dsn, monkeypatch, fresh_names
 ) -> None:
     monkeypatch.setattr(libpq, "MAX_PREPARED", 0)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        saver = PostgresSaver(conn)
-        saver.setup()
-        config = make_config("t")
-        saver.put(config, make_checkpoint(), make_metadata(), {})
+    with _one_checkpoint_on_one_connection(dsn) as (conn, saver, config):
         assert saver.get_tuple(config) is not None
         prepared = conn.execute(
             "SELECT count(*) FROM pg_prepared_statements WHERE name LIKE '\\_engine%%'"
