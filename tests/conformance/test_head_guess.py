@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 
 from engine.checkpoint._sqlcore import reads
+from engine.checkpoint._sqlcore import saver as saver_module
 from engine.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from engine.errors import CheckpointConflictError
 from tests._support.builders import (
     fenced,
     make_checkpoint,
@@ -178,7 +180,7 @@ def test_a_guess_missing_a_needed_value_is_not_used(
     with saver_spec.open() as opened:
         saver = guessing(opened)
         head, _stored = two_steps(saver)
-        saver._heads[("t1", "")] = ("t1", "", head["id"], frozenset())
+        saver._heads[("t1", "")] = ("t1", "", head["id"], frozenset(), {})
         calls = counting(saver)
         _lease, saved = saver.acquire_lease_and_get_tuple(THREAD, "run", 30)
         assert len(calls) == 2 and outcomes == ["missed"]
@@ -186,7 +188,7 @@ def test_a_guess_missing_a_needed_value_is_not_used(
 
 
 def test_tuple_of_guess_without_a_row_is_none() -> None:
-    assert reads.tuple_of_guess(None, [], ("t", "", "x", frozenset()), [[]]) is None  # type: ignore[arg-type]
+    assert reads.tuple_of_guess(None, [], ("t", "", "x", frozenset(), {}), [[]]) is None  # type: ignore[arg-type]
 
 
 def test_async_twin_reads_what_get_tuple_reads(
@@ -236,7 +238,7 @@ def test_async_twin_reads_what_get_tuple_reads(
                 make_metadata(1, "loop"),
                 changed,
             )
-            saver._heads[("t1", "")] = ("t1", "", second["id"], frozenset())
+            saver._heads[("t1", "")] = ("t1", "", second["id"], frozenset(), {})
             _lease, saved = await saver.aacquire_lease_and_get_tuple(THREAD, "run", 30)
             assert saved is not None and saved.checkpoint["id"] == third["id"]
             same(saved, await saver.aget_tuple(THREAD))
@@ -280,3 +282,127 @@ def test_a_batch_of_steps_leaves_its_newest_as_the_guess(
         assert outcomes == ["hit"]
         assert saved is not None and saved.checkpoint["channel_values"]["n"] == 2
         same(saved, saver.get_tuple(THREAD))
+
+
+# -- the values a guess keeps ------------------------------------------------------
+
+
+@pytest.fixture
+def values_read(monkeypatch: pytest.MonkeyPatch) -> list[set[str]]:
+    """The channels whose values each statement batch of reads asks the values
+    table for (an empty set: the batch reads no value)."""
+    seen: list[set[str]] = []
+    real = reads.value_and_write_reads
+
+    def recorded(d: Any, checkpoint_keys: Any, blob_keys: Any, **kw: Any) -> Any:
+        blob_keys = list(blob_keys)
+        seen.append({key[2] for key in blob_keys})
+        return real(d, checkpoint_keys, blob_keys, **kw)
+
+    monkeypatch.setattr(reads, "value_and_write_reads", recorded)
+    return seen
+
+
+def test_a_guess_serves_the_small_values_its_saver_stored(
+    saver_spec: SaverSpec, outcomes: list[str], values_read: list[set[str]]
+) -> None:
+    """A stored version never changes: the small values the saver stored for
+    the head (and those of earlier steps the head still names) come from the
+    guess; a large one is read."""
+    sql_only(saver_spec)
+    with saver_spec.open() as opened:
+        saver = guessing(opened)
+        head, _stored = two_steps(saver)  # items: step -1; n, note: step 0
+        _lease, saved = saver.acquire_lease_and_get_tuple(THREAD, "run", 30)
+        assert outcomes == ["hit"]
+        assert values_read == [{"note"}]  # 3,000 bytes: past GUESS_VALUE_BYTES
+        assert saved is not None
+        assert saved.checkpoint["channel_values"] == head["channel_values"]
+        same(saved, saver.get_tuple(THREAD))
+
+
+def test_a_guess_of_small_values_reads_none(
+    saver_spec: SaverSpec, outcomes: list[str], values_read: list[set[str]]
+) -> None:
+    sql_only(saver_spec)
+    with saver_spec.open() as opened:
+        saver = guessing(opened)
+        first, config = put_first(saver, "t1", {"n": 0, "limit": 3, "tag": "a"})
+        for step in range(3):  # "limit" and "tag" stay at their first versions
+            head, changed = next_checkpoint(first, {"n": step + 1}, step=step)
+            config = saver.put_step(
+                fenced(config, first["id"]),
+                [],
+                head,
+                make_metadata(step, "loop"),
+                changed,
+            )
+            first = head
+        _lease, saved = saver.acquire_lease_and_get_tuple(THREAD, "run", 30)
+        assert outcomes == ["hit"] and values_read == [set()]
+        assert saved is not None
+        assert saved.checkpoint["channel_values"] == {"n": 3, "limit": 3, "tag": "a"}
+        same(saved, saver.get_tuple(THREAD))
+
+
+def test_a_value_stored_as_a_delta_is_read(
+    saver_spec: SaverSpec, outcomes: list[str], values_read: list[set[str]]
+) -> None:
+    """A delta's value is its base's with items added: the guess keeps whole
+    values only, so the head's list is read (with its chain)."""
+    sql_only(saver_spec)
+    with saver_spec.open() as opened:
+        saver = guessing(opened)
+        first, config = put_first(saver, "t1", {"n": 0, "log": [1]})
+        second, changed = next_checkpoint(first, {"n": 1}, append={"log": [2, 3]})
+        saver.put_step(
+            fenced(config, first["id"]), [], second, make_metadata(0, "loop"), changed
+        )
+        _lease, saved = saver.acquire_lease_and_get_tuple(THREAD, "run", 30)
+        assert outcomes == ["hit"] and values_read == [{"log"}]
+        assert saved is not None
+        assert saved.checkpoint["channel_values"]["log"] == [1, 2, 3]
+        same(saved, saver.get_tuple(THREAD))
+
+
+def test_a_guess_keeps_values_up_to_its_bytes(
+    saver_spec: SaverSpec,
+    outcomes: list[str],
+    values_read: list[set[str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sql_only(saver_spec)
+    monkeypatch.setattr(saver_module, "_GUESSED_HEAD_BYTES", 250)
+    with saver_spec.open() as opened:
+        saver = guessing(opened)
+        values = {f"c{i}": "v" * 100 for i in range(4)}  # ~102 bytes each as JSON
+        put_first(saver, "t1", values)
+        kept = saver._heads[("t1", "")][4]
+        assert len(kept) == 2
+        assert sum(len(record.payload) for record in kept.values()) <= 250
+        _lease, saved = saver.acquire_lease_and_get_tuple(THREAD, "run", 30)
+        assert outcomes == ["hit"]
+        assert values_read == [set(values) - {key[2] for key in kept}]
+        assert saved is not None and saved.checkpoint["channel_values"] == values
+        same(saved, saver.get_tuple(THREAD))
+
+
+def test_a_refused_save_leaves_the_guess_and_its_values(
+    saver_spec: SaverSpec, outcomes: list[str], values_read: list[set[str]]
+) -> None:
+    """Only a committed save changes the guess: a fenced save that conflicts
+    stores nothing, and the values it would have stored are not kept."""
+    sql_only(saver_spec)
+    with saver_spec.open() as opened:
+        saver = guessing(opened)
+        first, config = put_first(saver, "t1", {"n": 0})
+        guess = saver._heads[("t1", "")]
+        refused, changed = next_checkpoint(first, {"n": 99})
+        with pytest.raises(CheckpointConflictError):
+            saver.put_step(
+                fenced(config, "not-the-head"), [], refused, make_metadata(0), changed
+            )
+        assert saver._heads[("t1", "")] == guess
+        _lease, saved = saver.acquire_lease_and_get_tuple(THREAD, "run", 30)
+        assert outcomes == ["hit"] and values_read == [set()]
+        assert saved is not None and saved.checkpoint["channel_values"] == {"n": 0}

@@ -4,6 +4,7 @@ corrupt payloads give a clear error, and other threads stay readable."""
 from __future__ import annotations
 
 import pickle
+from contextlib import ExitStack
 
 import pytest
 
@@ -124,9 +125,16 @@ def test_pickled_write_kept_in_the_next_row_is_refused(stepped, saver_spec) -> N
 def test_a_lease_taken_with_a_refused_head_is_not_kept(stored, saver_spec) -> None:
     tamper_blob(stored, saver_spec, "t1", "state", "pickle", pickle.dumps({"a": 1}))
 
-    with pytest.raises(SerializationError, match="'pickle'"):
-        stored.acquire_lease_and_get_tuple(make_config("t1"), "run", 30)
+    with ExitStack() as stack:
+        # Taken by a saver that did not store the head, which reads the altered
+        # row (a SQL saver serves the small values it stored itself from its
+        # guess of the head: tests/conformance/test_head_guess.py).
+        taker = stored
+        if saver_spec.kind != "memory":
+            taker = stack.enter_context(saver_spec.open())
+        with pytest.raises(SerializationError, match="'pickle'"):
+            taker.acquire_lease_and_get_tuple(make_config("t1"), "run", 30)
 
-    # the run never started: the thread is free for the next one at once
-    assert stored.get_lease("t1", "") is None
-    assert stored.acquire_lease("t1", "", "next", 30).holder == "next"
+        # the run never started: the thread is free for the next one at once
+        assert taker.get_lease("t1", "") is None
+        assert taker.acquire_lease("t1", "", "next", 30).holder == "next"

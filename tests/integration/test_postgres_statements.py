@@ -17,12 +17,14 @@ import psycopg
 import pytest
 
 from engine.checkpoint._sqlcore.dialect import Stmt
+from engine.checkpoint._sqlcore.saves import GUESS_VALUE_BYTES
 from engine.checkpoint.base import EXPECTED_HEAD
 from engine.checkpoint.postgres import PostgresSaver
 from engine.checkpoint.postgres._libpq_pipeline import LibpqTransaction
 from engine.checkpoint.postgres._sql import DIALECT, PLANNING
 from engine.errors import CheckpointConflictError, ThreadLeaseLostError
 from engine.graph import END, START, StateGraph
+from engine.types import Command, interrupt
 from tests._support.builders import make_checkpoint
 from tests._support.postgres import fresh_database, pg_dsn
 
@@ -82,6 +84,57 @@ def test_each_step_sends_one_fence_statement(
     assert all("engine_thread_lease_check" in s for s in both)
     assert alone == []
     assert not any(s.startswith("SELECT holder") for s in sent)  # taken: RETURNING
+
+
+class AskState(TypedDict, total=False):
+    n: int
+    note: str
+    answers: list[Any]
+
+
+def _ask(state: AskState) -> dict[str, Any]:
+    answer = interrupt(state["n"])
+    return {"n": state["n"] + 1, "answers": [*state["answers"], answer]}
+
+
+def test_a_resumed_run_reads_only_the_values_its_saver_did_not_keep(
+    saver: PostgresSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The saver keeps the small values it stored with its guess of the head:
+    a resume on the same saver reads from the values table only what is too
+    large to keep (``saves.GUESS_VALUE_BYTES``), and its node sees the state
+    whole, unchanged channels included."""
+    builder = StateGraph(AskState)
+    builder.add_node("ask", _ask)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", "ask")
+    graph = builder.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "t"}}
+    note = "x" * (GUESS_VALUE_BYTES + 1)
+    graph.invoke({"n": 0, "note": "short", "answers": []}, config)
+    read: list[list[str]] = []
+    send = LibpqTransaction.send
+
+    def recorded(self: LibpqTransaction, stmt: Stmt) -> Any:
+        if stmt.sql == DIALECT["blobs_for_keys"]:
+            read.append(sorted(stmt.params[2]))  # the channels asked for
+        return send(self, stmt)
+
+    monkeypatch.setattr(LibpqTransaction, "send", recorded)
+    for answer in ("a", "b"):
+        graph.invoke(Command(resume=answer), config)
+    assert read == []  # n, note, answers: kept by the saver that stored them
+    assert graph.get_state(config).values == {
+        "n": 2,
+        "note": "short",
+        "answers": ["a", "b"],
+    }
+    graph.update_state(config, {"note": note})  # a large value: not kept
+    read.clear()
+    graph.invoke(Command(resume="c"), config)
+    assert read == [["note"]]
+    assert graph.get_state(config).values["answers"] == ["a", "b", "c"]
+    assert graph.get_state(config).values["note"] == note
 
 
 def test_a_save_after_losing_the_lease_is_refused_as_such(saver: PostgresSaver) -> None:

@@ -11,7 +11,7 @@ re-checked in Python.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -52,6 +52,7 @@ from engine.errors import SerializationError
 
 __all__ = (
     "PAGE_SIZE",
+    "BlobKey",
     "HeadGuess",
     "ListCursor",
     "Missed",
@@ -92,9 +93,14 @@ class Missed:
         return f"Missed({len(self.rows)} row)"
 
 
-HeadGuess = tuple[str, str, str, frozenset[_BlobKey]]
-"""(thread_id, checkpoint_ns, checkpoint_id, value keys) of a thread's head as
-its saver last saved it: the keys of every channel version it records."""
+BlobKey = _BlobKey
+"""(thread_id, checkpoint_ns, channel, version) of a stored value."""
+
+HeadGuess = tuple[str, str, str, frozenset[_BlobKey], Mapping[_BlobKey, BlobRecord]]
+"""(thread_id, checkpoint_ns, checkpoint_id, value keys, known values) of a
+thread's head as its saver last saved it: the keys of every channel version it
+records, and the records of those whose value the saver keeps (small values it
+stored: a stored version never changes, so they need no read)."""
 
 
 def get_tuple(
@@ -369,10 +375,14 @@ def assemble_tuples(
     write_rows: Rows,
     child_rows: Rows,
     metadata: Sequence[CheckpointMetadata] | None = None,
+    *,
+    known: Mapping[_BlobKey, BlobRecord] | None = None,
 ) -> list[CheckpointTuple]:
     """Full tuples from checkpoint rows, their checkpoints
-    (:func:`checkpoints_of_rows`), and the value and write rows read for them."""
-    blobs: dict[_BlobKey, BlobRecord] = {
+    (:func:`checkpoints_of_rows`), and the value and write rows read for them;
+    ``known``: records of values not read (the saver's own, see ``HeadGuess``)."""
+    blobs: dict[_BlobKey, BlobRecord] = dict(known) if known else {}
+    blobs |= {
         (b[0], b[1], b[2], b[3]): BlobRecord(
             b[4], b[5], bytes(b[6]), b[7], b[8], b[9], b[10], b[11]
         )
@@ -408,8 +418,10 @@ def assemble_tuples(
 def head_guess_stmts(d: SqlDialect, guess: HeadGuess) -> tuple[Stmt, ...]:
     """The reads a newest checkpoint needs (:func:`value_and_write_reads`),
     sent before its row is known, for the head ``guess`` names."""
-    thread_id, ns, checkpoint_id, keys = guess
-    return value_and_write_reads(d, [(thread_id, ns, checkpoint_id)], keys, newest=True)
+    thread_id, ns, checkpoint_id, keys, known = guess
+    return value_and_write_reads(
+        d, [(thread_id, ns, checkpoint_id)], keys - known.keys(), newest=True
+    )
 
 
 def tuple_of_guess(
@@ -424,9 +436,13 @@ def tuple_of_guess(
     if rows[0][2] != guess[2]:
         return Missed(rows)
     checkpoints, needed = checkpoints_of_rows(serde, rows)
-    if not needed <= guess[3]:
+    keys, known = guess[3], guess[4]
+    if not needed <= keys:
         return Missed(rows)
-    return assemble_tuples(serde, rows, checkpoints, *split_reads(results, guess[3]))[0]
+    blob_rows, write_rows, child_rows = split_reads(results, keys - known.keys())
+    return assemble_tuples(
+        serde, rows, checkpoints, blob_rows, write_rows, child_rows, known=known
+    )[0]
 
 
 def _pending_writes(

@@ -11,7 +11,14 @@ from __future__ import annotations
 import asyncio
 import builtins
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Protocol, TypeVar
@@ -22,6 +29,7 @@ from engine._internal._constants import (
     CONFIG_KEY_THREAD_ID,
 )
 from engine._internal._typing import RunnableConfig
+from engine.checkpoint._blobs import BlobRecord, inline_values
 from engine.checkpoint._lease import ThreadLease
 from engine.checkpoint._sqlcore import lease, reads, retention, saves
 from engine.checkpoint._sqlcore.delta import delta_channel_history
@@ -149,6 +157,10 @@ def _now() -> datetime:
 _GUESSED_HEADS = 1024
 """Threads whose head a saver remembers as a guess (``guesses_heads``)."""
 
+_GUESSED_HEAD_BYTES = 8 * 1024
+"""Payload bytes of the values a guessed head keeps (``_remember_heads``): with
+``_GUESSED_HEADS``, at most 8 MiB a saver."""
+
 
 class SqlCheckpointSaver(BaseCheckpointSaver):
     """The checkpoint API on a SQL database; subclasses supply the driver.
@@ -182,9 +194,21 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
     one round trip when no one else saved since (Postgres: one round trip
     fewer an invoke; SQLite has none to save)."""
 
-    def _remember_heads(self, steps: Sequence[StepSave]) -> None:
+    def _keep(self, staged: saves.Staged, steps: Sequence[StepSave]) -> None:
+        """After a committed save of ``steps``: keep what it staged."""
+        self._chains.keep(staged.chains)
+        self._remember_heads(steps, staged.values)
+
+    def _remember_heads(
+        self,
+        steps: Sequence[StepSave],
+        values: Mapping[reads.BlobKey, BlobRecord],
+    ) -> None:
         """Keep the newest checkpoint each (thread, namespace) of ``steps``
-        saved as the guess of its head (see ``guesses_heads``)."""
+        saved as the guess of its head (see ``guesses_heads``), with the records
+        of its small values: those just stored (``values``) and those of the
+        guess before that it still names (unchanged channels), up to
+        ``_GUESSED_HEAD_BYTES`` of payload."""
         if not self.guesses_heads:
             return
         heads = self._heads
@@ -198,13 +222,24 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
             if (thread_id, ns) in done:  # an older step of the batch
                 continue
             done.add((thread_id, ns))
-            keys = frozenset(
+            inline = inline_values(checkpoint)  # in the row: no value to read
+            ordered = [
                 (thread_id, ns, channel, str(version))
                 for channel, version in checkpoint["channel_versions"].items()
-            )
+                if channel not in inline
+            ]
+            keys = frozenset(ordered)
             with self._heads_lock:
-                heads.pop((thread_id, ns), None)  # newest last
-                heads[(thread_id, ns)] = (thread_id, ns, checkpoint["id"], keys)
+                before = heads.pop((thread_id, ns), None)  # newest last
+                known = before[4] if before is not None else {}
+                kept: dict[reads.BlobKey, BlobRecord] = {}
+                room = _GUESSED_HEAD_BYTES
+                for key in ordered:
+                    record = values.get(key) or known.get(key)
+                    if record is not None and len(record.payload) <= room:
+                        kept[key] = record
+                        room -= len(record.payload)
+                heads[(thread_id, ns)] = (thread_id, ns, checkpoint["id"], keys, kept)
                 if len(heads) > _GUESSED_HEADS:
                     del heads[next(iter(heads))]
 
@@ -332,11 +367,10 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        staged: saves.Staged = {}
+        staged = saves.Staged()
         op = self._put(config, checkpoint, metadata, new_versions, staged=staged)
         result = self._run(op, write=True)
-        self._chains.keep(staged)
-        self._remember_heads(((config, (), checkpoint, metadata, new_versions),))
+        self._keep(staged, ((config, (), checkpoint, metadata, new_versions),))
         return result
 
     def put_writes(
@@ -361,13 +395,10 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
 
         A fenced write that conflicts stores nothing, writes included.
         """
-        staged: saves.Staged = {}
+        staged = saves.Staged()
         op = self._put(config, checkpoint, metadata, new_versions, task_writes, staged)
         result = self._run(op, write=True)
-        self._chains.keep(staged)
-        self._remember_heads(
-            ((config, task_writes, checkpoint, metadata, new_versions),)
-        )
+        self._keep(staged, ((config, task_writes, checkpoint, metadata, new_versions),))
         return result
 
     releases_with_saves = True
@@ -388,10 +419,9 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         back after the entries, in the same transaction (a run's last saves)."""
         if not steps:
             return []
-        staged: saves.Staged = {}
+        staged = saves.Staged()
         result = self._run(self._steps_op(steps, release, staged), write=True)
-        self._chains.keep(staged)
-        self._remember_heads(steps)
+        self._keep(staged, steps)
         return result
 
     def _steps_op(
@@ -632,11 +662,10 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        staged: saves.Staged = {}
+        staged = saves.Staged()
         op = self._put(config, checkpoint, metadata, new_versions, staged=staged)
         result = await self._arun(op, write=True)
-        self._chains.keep(staged)
-        self._remember_heads(((config, (), checkpoint, metadata, new_versions),))
+        self._keep(staged, ((config, (), checkpoint, metadata, new_versions),))
         return result
 
     async def aput_writes(
@@ -658,13 +687,10 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        staged: saves.Staged = {}
+        staged = saves.Staged()
         op = self._put(config, checkpoint, metadata, new_versions, task_writes, staged)
         result = await self._arun(op, write=True)
-        self._chains.keep(staged)
-        self._remember_heads(
-            ((config, task_writes, checkpoint, metadata, new_versions),)
-        )
+        self._keep(staged, ((config, task_writes, checkpoint, metadata, new_versions),))
         return result
 
     async def aput_steps(
@@ -675,10 +701,9 @@ class SqlCheckpointSaver(BaseCheckpointSaver):
     ) -> builtins.list[RunnableConfig | None]:
         if not steps:
             return []
-        staged: saves.Staged = {}
+        staged = saves.Staged()
         result = await self._arun(self._steps_op(steps, release, staged), write=True)
-        self._chains.keep(staged)
-        self._remember_heads(steps)
+        self._keep(staged, steps)
         return result
 
     async def adelete_thread(self, thread_id: str) -> None:

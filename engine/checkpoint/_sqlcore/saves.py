@@ -78,7 +78,15 @@ from engine.checkpoint.base import (
 from engine.checkpoint.serde.base import SerializerProtocol
 from engine.checkpoint.serde.jsonplus import PlainDict
 
-__all__ = ("ChainBook", "Staged", "TaskWrites", "put", "put_steps", "put_writes")
+__all__ = (
+    "GUESS_VALUE_BYTES",
+    "ChainBook",
+    "Staged",
+    "TaskWrites",
+    "put",
+    "put_steps",
+    "put_writes",
+)
 
 TaskWrites = tuple[str, str, Sequence[tuple[str, Any]]]
 """(task_id, task_path, writes) saved against the parent checkpoint by ``put_step``."""
@@ -88,8 +96,24 @@ _UNFENCED = object()
 
 _BlobKey = tuple[str, str, str, str]
 
-Staged = dict[_BlobKey, BlobRecord]
-"""Chain bookkeeping of the values an operation stored (see ``ChainBook``)."""
+GUESS_VALUE_BYTES = 1024
+"""Values whose payload is at most this many bytes are kept, as stored, in the
+saver's guess of the thread's head (``Staged.values``), so a resumed run's take
+needs no read of them (``reads.head_guess_stmts``)."""
+
+
+@dataclass(slots=True)
+class Staged:
+    """What an operation stored that its saver keeps once the transaction
+    committed (never before: a rolled-back save must leave no trace)."""
+
+    chains: dict[_BlobKey, BlobRecord] = field(default_factory=dict)
+    """Chain bookkeeping of the list values stored (see ``ChainBook``)."""
+    values: dict[_BlobKey, BlobRecord] = field(default_factory=dict)
+    """The records of the small whole values stored (``GUESS_VALUE_BYTES``), as
+    sent: a stored version never changes, so the saver may serve them to its own
+    later reads of the head (``SqlCheckpointSaver._remember_heads``)."""
+
 
 FLUSH_BYTES = 256 * 1024
 """A batch sends the rows it gathered once their payloads pass this many bytes,
@@ -379,8 +403,9 @@ def _store(
 
     ``book``: the chain bookkeeping of values the saver stored before; a fenced
     entry's delta base found there is not read back (see :class:`ChainBook`),
-    and the values stored here go to ``staged`` (for ``book.keep`` once the
-    transaction committed).
+    and the values stored here go to ``staged`` (their bookkeeping, and the
+    small ones whole: :class:`Staged`), which the saver keeps once the
+    transaction committed.
     """
     if not entries:
         return []
@@ -545,9 +570,16 @@ def _store(
                     # A later delta's base: its bookkeeping, not its payload.
                     records[blob_key] = bookkeeping = record._replace(payload=b"")
                     if staged is not None:
-                        staged[blob_key] = bookkeeping
+                        staged.chains[blob_key] = bookkeeping
                 else:  # never a delta's base (only lists are): noted as such
                     records[blob_key] = EMPTY_RECORD
+                if (
+                    staged is not None
+                    and record.kind != "delta"
+                    and channel not in e.sent
+                    and len(record.payload) <= GUESS_VALUE_BYTES
+                ):
+                    staged.values[blob_key] = record
             if channel in e.sent:
                 continue  # stored already, its parts put together
             blob_rows.append(d.blob_params((*blob_key, *record)))
