@@ -113,6 +113,11 @@ class NodeCallable:
         self.inject = _injected_params(func)
         self.takes_input = _first_param_count(func) >= 1 or not self.inject
 
+    @property
+    def runs_in_thread(self) -> bool:
+        """Whether :meth:`ainvoke` leaves the node to a worker thread (returns None)."""
+        return self.afunc is None
+
     def _kwargs(self, scope: TaskScope) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}
         for name in self.inject:

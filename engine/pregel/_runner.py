@@ -148,6 +148,25 @@ async def arun_step(
     if not pending:
         _close_step(loop, outcome)
         return
+    timeout = loop.graph.step_timeout
+    if len(pending) == 1 and chunks is None and timeout is None:
+        task = pending[0]
+        if getattr(task.node.bound, "runs_in_thread", False):
+            # One sync node and nothing to stream: its thread is awaited here, with
+            # no task and queue of its own (two turns of the event loop fewer). Its
+            # context variables live in the worker thread's copy of the context, as
+            # when it runs beside others; an async node keeps its own task (and
+            # context), so that what it sets never reaches later steps.
+            error: BaseException | None
+            try:
+                error = await arun_task(loop, task)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                error = exc
+            _record(loop, outcome, task, error, last=True)
+            _close_step(loop, outcome)
+            return
     inbox: asyncio.Queue[Any] = chunks if chunks is not None else asyncio.Queue()
     running: list[asyncio.Task[None]] = []
 
@@ -164,7 +183,6 @@ async def arun_step(
     for task in pending:
         running.append(asyncio.ensure_future(go(task)))
     remaining = len(pending)
-    timeout = loop.graph.step_timeout
     deadline = None if timeout is None else time.monotonic() + timeout
     try:
         while remaining:

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import threading
 from typing import Any
 
 import pytest
 
+from engine.checkpoint.memory import InMemorySaver
 from engine.config import get_config, get_stream_writer
 from engine.func import entrypoint, task
 from engine.graph import START, StateGraph
@@ -119,3 +121,58 @@ async def test_functional_api_sync_tasks_see_the_callers_context_under_ainvoke()
         return [future.result() for future in [fetch(label) for label in labels]]
 
     assert await flow.ainvoke(["x", "y"], CONFIG) == ["x:ada:req-1", "y:ada:req-1"]
+
+
+async def test_what_a_lone_sync_node_sets_stays_in_its_thread_under_ainvoke() -> None:
+    """A step of one sync node awaits its worker thread directly (no task of its
+    own): what the node sets in its context still ends with it."""
+
+    def sets(state: LogState) -> dict[str, Any]:
+        REQUEST.set("set by a")
+        return {"log": [REQUEST.get()]}
+
+    def reads(state: LogState) -> dict[str, Any]:
+        return {"log": [REQUEST.get()]}
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(LogState)
+    builder.add_node("a", sets)
+    builder.add_node("b", reads)
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+
+    result = await builder.compile().ainvoke({"x": 0, "log": []})
+
+    assert result["log"] == ["set by a", "req-1"]
+    assert REQUEST.get() == "req-1"
+
+
+async def test_cancelling_ainvoke_while_a_lone_sync_node_runs() -> None:
+    """The caller cancels the run while its one sync node works: the run ends
+    with CancelledError at once, its thread's lease is given back, and the
+    thread's next run starts from the checkpoint saved before the node."""
+    started, release = threading.Event(), threading.Event()
+
+    def slow(state: LogState) -> dict[str, Any]:
+        started.set()
+        release.wait(10)
+        return {"log": ["slow"]}
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(LogState)
+    builder.add_node("slow", slow)
+    builder.add_edge(START, "slow")
+    saver = InMemorySaver()
+    graph_ = builder.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "t"}}
+
+    run = asyncio.ensure_future(graph_.ainvoke({"x": 0, "log": []}, config))
+    await asyncio.to_thread(started.wait, 10)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    release.set()
+
+    assert saver.get_lease("t", "") is None
+    assert (await graph_.aget_state(config)).next == ("slow",)
+    started.clear()
+    result = await graph_.ainvoke(None, config)
+    assert result["log"] == ["slow"]
