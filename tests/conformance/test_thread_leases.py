@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from engine.checkpoint._lease import HELD_LEASE
-from engine.checkpoint.base import BaseCheckpointSaver
+from engine.checkpoint.base import EXPECTED_HEAD, BaseCheckpointSaver
 from engine.errors import CheckpointConflictError, ThreadLeaseLostError
 from tests._support.builders import make_checkpoint, make_config, make_metadata
 
@@ -257,3 +257,66 @@ async def test_async_lease_taken_with_the_head_matches_the_sync_one(
     assert taken.holder == "a" and saved is not None
     assert saved.checkpoint["id"] == checkpoint["id"]
     assert (refused.holder, unread) == ("a", None)
+
+
+def _releases_with_saves(saver: BaseCheckpointSaver) -> None:
+    if not getattr(type(saver), "releases_with_saves", False):
+        pytest.skip("only the SQL savers give a lease back with a batch of saves")
+
+
+def _next_step(config, holder: str):
+    """A run's step after the checkpoint ``config`` addresses, fenced by its
+    lease and by that head, as the runtime saves it."""
+    checkpoint = make_checkpoint({"n": 1}, step=0)
+    fenced = {
+        "configurable": {
+            **_with_lease(config, holder)["configurable"],
+            EXPECTED_HEAD: config["configurable"]["checkpoint_id"],
+        }
+    }
+    return (fenced, [], checkpoint, make_metadata(0), checkpoint["channel_versions"])
+
+
+def test_a_batch_that_gives_its_lease_back_stores_and_releases(
+    saver: BaseCheckpointSaver,
+) -> None:
+    _releases_with_saves(saver)
+    saver.acquire_lease("t1", "", "run", 30)
+    config = _root(saver)
+
+    stored = saver.put_steps([_next_step(config, "run")], release=("t1", "", "run"))
+
+    assert saver.get_lease("t1", "") is None
+    assert saver.get_tuple(make_config("t1")).config == stored[0]
+
+
+@pytest.mark.parametrize("head_moved", [False, True])
+def test_a_batch_giving_back_a_lost_lease_stores_nothing_and_keeps_the_takers(
+    saver: BaseCheckpointSaver, head_moved: bool
+) -> None:
+    """The batch is refused as a lost lease (before its head is compared, even
+    when that moved too); the lease row of the process that took the thread
+    over stays."""
+    _releases_with_saves(saver)
+    saver.acquire_lease("t1", "", "zombie", 0.2)
+    config = _root(saver)
+    time.sleep(0.3)
+    saver.acquire_lease("t1", "", "new", 30)
+    if head_moved:
+        newer = make_checkpoint({"n": 5}, step=0)
+        moved = {
+            "configurable": {
+                **_with_lease(config, "new")["configurable"],
+                EXPECTED_HEAD: config["configurable"]["checkpoint_id"],
+            }
+        }
+        saver.put(moved, newer, make_metadata(0), newer["channel_versions"])
+    head = saver.get_tuple(make_config("t1")).config
+    before = saver.stored_bytes("t1")
+
+    with pytest.raises(ThreadLeaseLostError):
+        saver.put_steps([_next_step(config, "zombie")], release=("t1", "", "zombie"))
+
+    assert saver.get_lease("t1", "").holder == "new"
+    assert saver.stored_bytes("t1") == before
+    assert saver.get_tuple(make_config("t1")).config == head

@@ -281,3 +281,41 @@ def test_a_connection_whose_transaction_aborts_goes_on_planning(
 
 
 _INPUT: Any = {"source": "input", "step": -1, "parents": {}}
+
+
+def _recording(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    sent: list[str] = []
+    send = LibpqTransaction.send
+
+    def recorded(self: LibpqTransaction, stmt: Stmt) -> Any:
+        sent.append(stmt.sql)
+        return send(self, stmt)
+
+    monkeypatch.setattr(LibpqTransaction, "send", recorded)
+    return sent
+
+
+def _loop(saver: PostgresSaver, node: Any = _tick) -> Any:
+    builder = StateGraph(LoopState)
+    builder.add_node("tick", node)
+    builder.add_edge(START, "tick")
+    builder.add_conditional_edges("tick", _route)
+    return builder.compile(checkpointer=saver)
+
+
+def test_a_runs_last_save_gives_its_lease_back_in_its_check(
+    saver: PostgresSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run of quick steps saves them in one batch with its lease's release:
+    the batch's lease check is the release (one statement, no share lock)."""
+    sent = _recording(monkeypatch)
+    out = _loop(saver).invoke(
+        {"n": 0, "limit": 3}, {"configurable": {"thread_id": "t"}}
+    )
+
+    assert out["n"] == 3
+    ended = [s for s in sent if s == DIALECT["lease_end_and_head"]]
+    assert len(ended) == 1
+    assert DIALECT["lease_release"] not in sent
+    assert saver.get_lease("t", "") is None
+    assert len(list(saver.list({"configurable": {"thread_id": "t"}}))) == 5

@@ -433,6 +433,11 @@ def _store(
     # A run's step (one lease, one head) sends both in one statement: Postgres
     # checks them, the lease first; SQLite reads them for the checks below.
     check_both = d.sql.get("lease_check_and_head") if len(leases) == 1 else None
+    # When the batch gives that lease back, the check is the release (Postgres).
+    end_both = None
+    if check_both is not None and release == leases[0]:
+        end_both = d.sql.get("lease_end_and_head")
+    released = False
     read_both = d.sql.get("lease_holder_and_head") if len(leases) == 1 else None
     together = check_both is not None and db_checks and one_head
     leases_at = len(asks)
@@ -452,7 +457,10 @@ def _store(
         if db_checks and lead is not None:
             assert d.expect_head is not None
             at_head = (lead.thread_id, lead.ns, lead.expected)
-            if together:
+            if together and end_both is not None:
+                yield Stmt(end_both, (*leases[0], *at_head, *leases[0]))
+                released = True
+            elif together:
                 assert check_both is not None
                 yield Stmt(check_both, (*leases[0], *at_head))
             else:
@@ -649,7 +657,7 @@ def _store(
     yield from flush()
     for thread_id, deadline in deadlines.items():
         yield Stmt(d["upsert_ttl"], (thread_id, d.timestamp(deadline)))
-    if release is not None:
+    if release is not None and not released:
         yield Stmt(d["lease_release"], release)
     return results
 

@@ -286,6 +286,18 @@ LEASE_STATEMENTS = {
         "SELECT engine_thread_lease_check(%s, %s, %s), "
         "engine_checkpoint_expect_head(%s, %s, %s)"
     ),
+    # A run's last save, which gives its lease back in the same transaction: the
+    # lease row is deleted first (a takeover waits for the commit, as it waits for
+    # the check's share lock), then the head is checked; when the row is not this
+    # holder's, the check reports the lost lease. One statement, and no row lock
+    # taken only to be followed by the delete.
+    "lease_end_and_head": (
+        "WITH ended AS (DELETE FROM engine_thread_leases "
+        "WHERE thread_id = %s AND checkpoint_ns = %s AND holder = %s RETURNING 1) "
+        "SELECT CASE WHEN EXISTS (SELECT 1 FROM ended) "
+        "THEN engine_checkpoint_expect_head(%s, %s, %s) "
+        "ELSE engine_thread_lease_check(%s, %s, %s) END"
+    ),
     # A lease change lost in a database crash is harmless (a lost take makes the
     # run's saves refused, a lost renewal or release ends at expiry), so its
     # commit does not wait for the WAL flush.
