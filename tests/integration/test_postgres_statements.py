@@ -54,27 +54,38 @@ def saver() -> Iterator[PostgresSaver]:
         yield made
 
 
-def test_each_step_sends_one_fence_statement(
-    saver: PostgresSaver, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    builder = StateGraph(LoopState)
-    builder.add_node("tick", _tick)
-    builder.add_edge(START, "tick")
-    builder.add_conditional_edges("tick", _route)
-    graph = builder.compile(checkpointer=saver)
-    sent: list[str] = []
+def _recording(monkeypatch: pytest.MonkeyPatch) -> list[Stmt]:
+    """Every statement the saver's transactions send from now on."""
+    sent: list[Stmt] = []
     send = LibpqTransaction.send
 
     def recorded(self: LibpqTransaction, stmt: Stmt) -> Any:
-        sent.append(stmt.sql)
+        sent.append(stmt)
         return send(self, stmt)
 
     monkeypatch.setattr(LibpqTransaction, "send", recorded)
-    out = graph.invoke(
+    return sent
+
+
+def _loop(saver: PostgresSaver, node: Any = _tick) -> Any:
+    """The counter loop, compiled on ``saver``, with ``node`` as its step."""
+    builder = StateGraph(LoopState)
+    builder.add_node("tick", node)
+    builder.add_edge(START, "tick")
+    builder.add_conditional_edges("tick", _route)
+    return builder.compile(checkpointer=saver)
+
+
+def test_each_step_sends_one_fence_statement(
+    saver: PostgresSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorded = _recording(monkeypatch)
+    out = _loop(saver).invoke(
         {"n": 0, "limit": 5},
         {"configurable": {"thread_id": "t"}},
         durability="sync",
     )
+    sent = [stmt.sql for stmt in recorded]
 
     assert out["n"] == 5
     both = [s for s in sent if "engine_checkpoint_expect_head" in s]
@@ -112,27 +123,25 @@ def test_a_resumed_run_reads_only_the_values_its_saver_did_not_keep(
     config = {"configurable": {"thread_id": "t"}}
     note = "x" * (GUESS_VALUE_BYTES + 1)
     graph.invoke({"n": 0, "note": "short", "answers": []}, config)
-    read: list[list[str]] = []
-    send = LibpqTransaction.send
+    sent = _recording(monkeypatch)
 
-    def recorded(self: LibpqTransaction, stmt: Stmt) -> Any:
-        if stmt.sql == DIALECT["blobs_for_keys"]:
-            read.append(sorted(stmt.params[2]))  # the channels asked for
-        return send(self, stmt)
+    def read() -> list[list[str]]:
+        """The channels each values read asked for."""
+        values = [stmt for stmt in sent if stmt.sql == DIALECT["blobs_for_keys"]]
+        return [sorted(stmt.params[2]) for stmt in values]
 
-    monkeypatch.setattr(LibpqTransaction, "send", recorded)
     for answer in ("a", "b"):
         graph.invoke(Command(resume=answer), config)
-    assert read == []  # n, note, answers: kept by the saver that stored them
+    assert read() == []  # n, note, answers: kept by the saver that stored them
     assert graph.get_state(config).values == {
         "n": 2,
         "note": "short",
         "answers": ["a", "b"],
     }
     graph.update_state(config, {"note": note})  # a large value: not kept
-    read.clear()
+    sent.clear()
     graph.invoke(Command(resume="c"), config)
-    assert read == [["note"]]
+    assert read() == [["note"]]
     assert graph.get_state(config).values["answers"] == ["a", "b", "c"]
     assert graph.get_state(config).values["note"] == note
 
@@ -140,13 +149,8 @@ def test_a_resumed_run_reads_only_the_values_its_saver_did_not_keep(
 def test_a_save_after_losing_the_lease_is_refused_as_such(saver: PostgresSaver) -> None:
     """The lease is checked before the head in the shared statement: a run
     that lost its thread is told so, even when the head moved on too."""
-    builder = StateGraph(LoopState)
-    builder.add_node("tick", _tick)
-    builder.add_edge(START, "tick")
-    builder.add_conditional_edges("tick", _route)
-    graph = builder.compile(checkpointer=saver)
     config: Any = {"configurable": {"thread_id": "t"}}
-    graph.invoke({"n": 0, "limit": 1}, config)
+    _loop(saver).invoke({"n": 0, "limit": 1}, config)
 
     def steal(state: LoopState) -> dict[str, Any]:
         # another process takes the thread over and moves its head meanwhile
@@ -163,14 +167,8 @@ def test_a_save_after_losing_the_lease_is_refused_as_such(saver: PostgresSaver) 
         )
         return _tick(state)
 
-    stolen = StateGraph(LoopState)
-    stolen.add_node("tick", steal)
-    stolen.add_edge(START, "tick")
-    stolen.add_conditional_edges("tick", _route)
     with pytest.raises(ThreadLeaseLostError):
-        stolen.compile(checkpointer=saver).invoke(
-            {"n": 0, "limit": 3}, config, durability="sync"
-        )
+        _loop(saver, steal).invoke({"n": 0, "limit": 3}, config, durability="sync")
 
 
 def test_reads_keep_one_plan_that_never_scans_a_table_whole() -> None:
@@ -283,35 +281,16 @@ def test_a_connection_whose_transaction_aborts_goes_on_planning(
 _INPUT: Any = {"source": "input", "step": -1, "parents": {}}
 
 
-def _recording(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    sent: list[str] = []
-    send = LibpqTransaction.send
-
-    def recorded(self: LibpqTransaction, stmt: Stmt) -> Any:
-        sent.append(stmt.sql)
-        return send(self, stmt)
-
-    monkeypatch.setattr(LibpqTransaction, "send", recorded)
-    return sent
-
-
-def _loop(saver: PostgresSaver, node: Any = _tick) -> Any:
-    builder = StateGraph(LoopState)
-    builder.add_node("tick", node)
-    builder.add_edge(START, "tick")
-    builder.add_conditional_edges("tick", _route)
-    return builder.compile(checkpointer=saver)
-
-
 def test_a_runs_last_save_gives_its_lease_back_in_its_check(
     saver: PostgresSaver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A run of quick steps saves them in one batch with its lease's release:
     the batch's lease check is the release (one statement, no share lock)."""
-    sent = _recording(monkeypatch)
+    recorded = _recording(monkeypatch)
     out = _loop(saver).invoke(
         {"n": 0, "limit": 3}, {"configurable": {"thread_id": "t"}}
     )
+    sent = [stmt.sql for stmt in recorded]
 
     assert out["n"] == 3
     ended = [s for s in sent if s == DIALECT["lease_end_and_head"]]
