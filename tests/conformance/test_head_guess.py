@@ -5,8 +5,9 @@ thread's lease then sends the reads of that head's values and writes with the
 take, so a resumed run gets its lease and state in one transaction (on Postgres
 one round trip instead of two). The guess is only a guess: the head row read in
 the same transaction decides. What comes back must be what ``get_tuple`` reads,
-whether the guess was right or not. Postgres savers guess; here SQLite savers
-are made to guess too, to check the same logic without a server.
+whether the guess was right or not. The guess also keeps the small values the
+saver stored, which a take then does not read. Both SQL savers guess (the
+tests set it explicitly, so they hold for any saver made to).
 """
 
 from __future__ import annotations

@@ -330,6 +330,10 @@ class SqlDialect:
     rows of large values, so that a pipelining driver lets go of them before more
     are serialized (see ``saves.FLUSH_BYTES``); None where the driver sends each
     statement at once (SQLite)."""
+    pipelines: bool = False
+    """Whether the driver sends a batch's statements together, in one round trip
+    (Postgres): a read that may be needed costs less sent along than asked for
+    later. False where each statement runs when sent (SQLite)."""
     overrides: Mapping[str, str] = field(default_factory=dict)
     """Statements this dialect writes differently, by template name."""
     sql: dict[str, str] = field(default_factory=dict, init=False)

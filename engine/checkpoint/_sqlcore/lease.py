@@ -75,16 +75,23 @@ def acquire_and_read(
         d["lease_acquire"], (thread_id, checkpoint_ns, holder, seconds), fetch=True
     )
     if guess is not None and reads.reads_newest(config):
-        lease_row = Stmt(d["lease_get"], (thread_id, checkpoint_ns), fetch=True)
-        taken, checkpoint_rows, row, *results = yield (
+        # Where statements go together, the lease row goes too, in case the take
+        # finds another holder's; elsewhere it is read only then (``_holder``).
+        lease_row: tuple[Stmt, ...] = ()
+        if d.pipelines:
+            lease_row = (Stmt(d["lease_get"], (thread_id, checkpoint_ns), fetch=True),)
+        taken, checkpoint_rows, *results = yield (
             take,
             read,
-            lease_row,
+            *lease_row,
             *reads.head_guess_stmts(d, guess),
         )
-        lease = _lease_of(thread_id, checkpoint_ns, taken or row)
         if not taken:  # another holder's lease runs (or none: try again)
-            return lease, None
+            if lease_row:
+                return _lease_of(thread_id, checkpoint_ns, results[0]), None
+            return (yield from _holder(d, thread_id, checkpoint_ns)), None
+        results = results[len(lease_row) :]
+        lease = _lease_of(thread_id, checkpoint_ns, taken)
         return lease, reads.tuple_of_guess(serde, checkpoint_rows, guess, results)
     taken, checkpoint_rows = yield (take, read)
     if not taken:  # another holder's lease runs: who, and until when

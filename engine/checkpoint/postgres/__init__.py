@@ -122,7 +122,6 @@ class PostgresSaver(SqlCheckpointSaver):
     """
 
     dialect = DIALECT
-    guesses_heads = True  # a resumed run's lease and state in one round trip
 
     def __init__(
         self,

@@ -568,6 +568,7 @@ DIALECT = PostgresDialect(
     lock_thread=f"SELECT pg_advisory_xact_lock({THREAD_LOCK_CLASS}, hashtext(%s))",
     expect_head="SELECT engine_checkpoint_expect_head(%s, %s, %s)",
     drain="SELECT 1",
+    pipelines=True,
     overrides={
         **LEASE_STATEMENTS,
         "insert_checkpoint": _INSERT_CHECKPOINT,

@@ -92,7 +92,6 @@ class AsyncPostgresSaver(SqlCheckpointSaver):
     """
 
     dialect = DIALECT
-    guesses_heads = True  # a resumed run's lease and state in one round trip
 
     def __init__(
         self,
