@@ -505,10 +505,13 @@ class AsyncPersistence:
 
     def _start_lane(self) -> None:
         """The lane task for the saves waiting, unless it runs already; as in
-        :meth:`SyncPersistence._start_lane`, the run's later saves go at once."""
+        :meth:`SyncPersistence._start_lane`, the run's later saves go at once,
+        but for an in-memory saver (``saves_inline``): it does no I/O, so its
+        saves keep waiting for quick steps, a task per batch instead of per save."""
         if self._lane_running() or not self._queue:
             return
-        self.lane_delay = 0.0
+        if not saves_inline(self.saver):
+            self.lane_delay = 0.0
         if self._idle is None:
             self._idle = asyncio.Event()
         self._idle.clear()

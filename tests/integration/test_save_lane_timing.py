@@ -24,13 +24,19 @@ from typing import Any, TypedDict
 import pytest
 
 from engine import events as ev
+from engine.checkpoint.memory import InMemorySaver
 from engine.checkpoint.postgres import PostgresSaver
 from engine.checkpoint.postgres.aio import AsyncPostgresSaver
 from engine.checkpoint.sqlite import SqliteSaver
 from engine.checkpoint.sqlite.aio import AsyncSqliteSaver
 from engine.graph import END, START, StateGraph
 from engine.pregel import _persist
-from engine.pregel._persist import LANE_DELAY, SyncPersistence, background_pool
+from engine.pregel._persist import (
+    LANE_DELAY,
+    SAVES_KEPT_FOR_THE_END,
+    SyncPersistence,
+    background_pool,
+)
 from engine.types import Command, interrupt
 from tests._support.postgres import fresh_database, pg_dsn
 
@@ -557,3 +563,32 @@ async def test_a_failing_async_save_kept_for_the_end_fails_the_run_and_keeps_not
     assert await asaver.aget_lease("t1", "") is None  # the run gave its thread back
     out = await graph.ainvoke(Command(resume="again"), config)
     assert out["answer"] == "again"
+
+
+class RecordingAsyncMemorySaver(_RecordingAsync, InMemorySaver):
+    pass
+
+
+@pytest.mark.usefixtures("patient_lane")
+async def test_an_async_run_of_quick_steps_batches_its_memory_saves_throughout() -> (
+    None
+):
+    """An in-memory saver does no I/O, so a lane that started once has no reason
+    to take each later save alone: under ``ainvoke`` its saves keep waiting for
+    quick steps, in batches of ``SAVES_KEPT_FOR_THE_END``, to the run's end."""
+    saver = RecordingAsyncMemorySaver()
+    saver.abatches = []
+    graph = _chain_graph(saver, nodes=20)
+    await graph.ainvoke({"n": 0}, {"configurable": {"thread_id": "warm"}})  # quick
+    saver.abatches.clear()
+
+    out = await graph.ainvoke({"n": 0}, {"configurable": {"thread_id": "t1"}})
+
+    assert out["n"] == 20
+    sizes = [size for size, _released in saver.abatches]
+    # 22 checkpoints: the input's, the step taking it, each node's
+    assert sizes == [SAVES_KEPT_FOR_THE_END] * 2 + [22 - 2 * SAVES_KEPT_FOR_THE_END]
+    history = [
+        s async for s in graph.aget_state_history({"configurable": {"thread_id": "t1"}})
+    ]
+    assert len(history) == 22 and history[0].values == {"n": 20}
