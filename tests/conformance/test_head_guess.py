@@ -407,3 +407,23 @@ def test_a_refused_save_leaves_the_guess_and_its_values(
         _lease, saved = saver.acquire_lease_and_get_tuple(THREAD, "run", 30)
         assert outcomes == ["hit"] and values_read == [set()]
         assert saved is not None and saved.checkpoint["channel_values"] == {"n": 0}
+
+
+def test_a_guess_never_contradicts_the_row_a_version_keeps(
+    saver_spec: SaverSpec, outcomes: list[str]
+) -> None:
+    """A value row is written once: a caller that saves a version again with
+    another value (an unfenced put naming a stored version) leaves the first
+    row, and the guess serves that one too."""
+    sql_only(saver_spec)
+    with saver_spec.open() as opened:
+        saver = guessing(opened)
+        first, config = put_first(saver, "t1", {"n": 0, "tag": "a"})
+        again, changed = next_checkpoint(first, {"n": 1})
+        again["channel_values"]["tag"] = "b"  # stored again under "a"'s version
+        changed["tag"] = first["channel_versions"]["tag"]
+        saver.put(config, again, make_metadata(0, "update"), changed)
+        _lease, saved = saver.acquire_lease_and_get_tuple(THREAD, "run", 30)
+        assert outcomes == ["hit"]
+        assert saved is not None and saved.checkpoint["channel_values"]["tag"] == "a"
+        same(saved, saver.get_tuple(THREAD))

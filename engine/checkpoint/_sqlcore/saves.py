@@ -110,9 +110,13 @@ class Staged:
     chains: dict[_BlobKey, BlobRecord] = field(default_factory=dict)
     """Chain bookkeeping of the list values stored (see ``ChainBook``)."""
     values: dict[_BlobKey, BlobRecord] = field(default_factory=dict)
-    """The records of the small whole values stored (``GUESS_VALUE_BYTES``), as
-    sent: a stored version never changes, so the saver may serve them to its own
-    later reads of the head (``SqlCheckpointSaver._remember_heads``)."""
+    """The records of the small whole values fenced saves stored
+    (``GUESS_VALUE_BYTES``), as sent: a stored version never changes, so the
+    saver may serve them to its own later reads of the head
+    (``SqlCheckpointSaver._remember_heads``). Fenced only: a run's versions are
+    new, so its row is the one kept; an unfenced put of a version stored before
+    (by a caller re-saving a checkpoint) keeps the earlier row, which a guess
+    must not contradict."""
 
 
 FLUSH_BYTES = 256 * 1024
@@ -583,6 +587,7 @@ def _store(
                     records[blob_key] = EMPTY_RECORD
                 if (
                     staged is not None
+                    and e.expected is not _UNFENCED  # a run's: its versions are new
                     and record.kind != "delta"
                     and channel not in e.sent
                     and len(record.payload) <= GUESS_VALUE_BYTES
