@@ -29,6 +29,7 @@ from tests._support.builders import (
     make_config,
     make_metadata,
     next_checkpoint,
+    put_first,
     save_chain,
     save_steps,
 )
@@ -120,14 +121,32 @@ _OLD_INDEXES = (
 )
 
 
+_LZ4_COLUMNS = (
+    ("engine_checkpoint_blobs", "blob"),
+    ("engine_checkpoint_writes", "blob"),
+    ("engine_checkpoints", "parent_writes"),
+)
+
+
+def _downgrade_before_lz4(spec: SaverSpec) -> None:
+    """Undo Postgres v5 (new payloads compressed with LZ4); SQLite has none."""
+    if spec.kind != "postgres":
+        return
+    for table, column in _LZ4_COLUMNS:
+        spec.execute(f"ALTER TABLE {table} ALTER COLUMN {column} SET COMPRESSION pglz")
+    spec.execute("DELETE FROM engine_checkpoint_migrations WHERE v = 5")
+
+
 def _downgrade_before_leases(spec: SaverSpec) -> int:
-    """Undo Postgres v4 / SQLite v3 (thread leases); the version undone."""
+    """Undo Postgres v4 / SQLite v3 (thread leases), and what came after; the
+    version undone."""
+    _downgrade_before_lz4(spec)
     spec.execute("DROP TABLE engine_thread_leases")
     if spec.kind == "postgres":
         spec.execute("DROP FUNCTION engine_thread_lease_check(TEXT, TEXT, TEXT)")
-    last = len(_all_versions(spec)) - 1
-    spec.execute("DELETE FROM engine_checkpoint_migrations WHERE v = %s", (last,))
-    return last
+    leases = 4 if spec.kind == "postgres" else 3
+    spec.execute("DELETE FROM engine_checkpoint_migrations WHERE v = %s", (leases,))
+    return leases
 
 
 def _downgrade_before_parent_writes(spec: SaverSpec) -> None:
@@ -432,3 +451,37 @@ def test_postgres_keeps_values_and_writes_in_their_row(saver_spec: SaverSpec) ->
         f"SELECT count(DISTINCT chunk_id) FROM {toast}"
     )
     assert out_of_line == 1  # "raw" only
+
+
+def test_v5_compresses_new_large_payloads_with_lz4_where_the_server_has_it(
+    sql_spec: SaverSpec,
+) -> None:
+    """Values stored before v5 keep pglz and read the same; values stored after
+    are compressed with LZ4 when the server offers it (pglz otherwise)."""
+    if sql_spec.kind != "postgres":
+        pytest.skip("SQLite does not compress values")
+    has_lz4 = sql_spec.execute(
+        "SELECT 'lz4' = ANY(enumvals) FROM pg_settings "
+        "WHERE name = 'default_toast_compression'"
+    ) == [(True,)]
+    big = " ".join(f"word{i % 97}" for i in range(30_000))  # ~200 KB, compressible
+    with sql_spec.open():
+        pass
+    _downgrade_before_lz4(sql_spec)
+    with sql_spec.open(setup=False) as before_v5:  # a database at v4
+        before = put_first(before_v5, "old", {"big": big})[1]
+
+    with sql_spec.open() as upgraded:  # setup() applies v5
+        after = put_first(upgraded, "new", {"big": big})[1]
+        assert _versions(sql_spec) == _all_versions(sql_spec)
+        rows = dict(
+            sql_spec.execute(
+                "SELECT thread_id, pg_column_compression(blob) "
+                "FROM engine_checkpoint_blobs WHERE channel = 'big'"
+            )
+        )
+        assert rows == {"old": "pglz", "new": "lz4" if has_lz4 else "pglz"}
+        for config in (before, after):
+            saved = upgraded.get_tuple(config)
+            assert saved is not None
+            assert saved.checkpoint["channel_values"]["big"] == big
