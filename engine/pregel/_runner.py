@@ -139,6 +139,19 @@ def _drain(chunks: queue.SimpleQueue[Any]) -> Iterator[StreamChunk]:
             yield item
 
 
+async def _aerror_of(
+    loop: PregelLoop, task: PregelExecutableTask
+) -> BaseException | None:
+    """Run ``task`` (:func:`arun_task`); what it failed with, None when it did
+    not. Cancellation is not a failure: it goes on up."""
+    try:
+        return await arun_task(loop, task)
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:
+        return exc
+
+
 async def arun_step(
     loop: PregelLoop, chunks: asyncio.Queue[Any] | None
 ) -> AsyncIterator[StreamChunk]:
@@ -157,28 +170,14 @@ async def arun_step(
             # context variables live in the worker thread's copy of the context, as
             # when it runs beside others; an async node keeps its own task (and
             # context), so that what it sets never reaches later steps.
-            error: BaseException | None
-            try:
-                error = await arun_task(loop, task)
-            except asyncio.CancelledError:
-                raise
-            except BaseException as exc:
-                error = exc
-            _record(loop, outcome, task, error, last=True)
+            _record(loop, outcome, task, await _aerror_of(loop, task), last=True)
             _close_step(loop, outcome)
             return
     inbox: asyncio.Queue[Any] = chunks if chunks is not None else asyncio.Queue()
     running: list[asyncio.Task[None]] = []
 
     async def go(task: PregelExecutableTask) -> None:
-        error: BaseException | None
-        try:
-            error = await arun_task(loop, task)
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:
-            error = exc
-        inbox.put_nowait(_Done(task, error))
+        inbox.put_nowait(_Done(task, await _aerror_of(loop, task)))
 
     for task in pending:
         running.append(asyncio.ensure_future(go(task)))
