@@ -9,7 +9,9 @@ are tracked even when a transaction fails or someone else drops them.
 from __future__ import annotations
 
 import asyncio
+import gc
 import select
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -114,6 +116,39 @@ def test_parameters_and_rows_are_what_a_cursor_sends_and_returns(conn) -> None:
 
     assert rows == [expected]
     assert _idle(conn)
+
+
+def test_a_connection_s_transactions_share_one_transformer_and_keep_no_result(
+    conn,
+) -> None:
+    expected = conn.execute(_ROUND_TRIP, _VALUES).fetchall()
+    first = _transaction(conn)
+    assert first.run((Stmt(_ROUND_TRIP, _VALUES, fetch=True),), last=True) == [expected]
+    second = _transaction(conn)
+
+    rows = second.run((Stmt(_ROUND_TRIP, _VALUES, fetch=True),), last=True)
+
+    assert rows == [expected]  # the dumpers and loaders found the first time
+    assert second.tx is first.tx
+    assert second.tx.pgresult is None  # the rows read are not kept meanwhile
+    with psycopg.connect(conn.info.dsn, autocommit=True) as other:
+        elsewhere = _transaction(other)
+        assert elsewhere.tx is not first.tx  # one per connection
+        elsewhere.abandon()
+
+
+def test_a_connection_s_session_goes_with_the_connection(dsn) -> None:
+    made = psycopg.connect(dsn, autocommit=True)
+    _transaction(made).run((Stmt("SELECT %s::text", ("x",), fetch=True),), last=True)
+    gone = weakref.ref(made)
+    assert made in libpq._SESSIONS
+
+    made.close()
+    del made
+    gc.collect()
+
+    assert gone() is None  # the session's transformer did not keep it alive
+    assert all(kept is not None for kept in libpq._SESSIONS)
 
 
 def test_statements_queue_until_rows_are_needed_and_commit_with_the_last(
