@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from engine.checkpoint._sqlcore.dialect import Op, Stmt
+from engine.checkpoint.postgres._sql import merged_insert
 
-__all__ = ("flat", "statements_of")
+__all__ = ("flat", "insert_rows", "statements_of")
 
 
 def statements_of(op: Op[Any], into: list[Any] | None = None) -> list[Any]:
@@ -29,3 +30,22 @@ def flat(yielded: list[Any]) -> list[Stmt]:
     return [
         s for item in yielded for s in (item if isinstance(item, tuple) else [item])
     ]
+
+
+def insert_rows(stmt: Any, sql: str) -> list[tuple[Any, ...]] | None:
+    """The rows ``stmt`` inserts when it is the one-row insert ``sql``, run once
+    per row or given several rows at once (Postgres merges them:
+    ``PostgresDialect.inserts``); None for any other statement (or a batch)."""
+    if not isinstance(stmt, Stmt):
+        return None
+    if stmt.sql == sql:
+        if stmt.many is not None:
+            return [tuple(row) for row in stmt.many]
+        return [tuple(stmt.params)]
+    width = sql.count("%s")
+    params = tuple(stmt.params)
+    if not width or not params or len(params) % width:
+        return None
+    if stmt.sql != merged_insert(sql, len(params) // width):
+        return None
+    return [params[at : at + width] for at in range(0, len(params), width)]

@@ -24,7 +24,7 @@ from tests._support.builders import (
     next_checkpoint,
 )
 from tests._support.savers import SaverSpec
-from tests._support.sql_ops import flat, statements_of
+from tests._support.sql_ops import flat, insert_rows, statements_of
 
 ITEMS = 3000  # about 190 KiB of JSON: several parts
 
@@ -183,7 +183,7 @@ def test_postgres_sends_a_long_list_in_parts_no_bigger_than_the_limit() -> None:
     assert len(set(joins[0].params[3])) == len(parts)
     # the value's own row is the join's, not a regular insert
     inserted = [
-        row for s in yielded if s.sql == DIALECT["insert_blob"] for row in s.many
+        row for s in yielded for row in insert_rows(s, DIALECT["insert_blob"]) or ()
     ]
     assert all(row[2] != "__start__" for row in inserted)
 
@@ -193,7 +193,7 @@ def test_postgres_sends_a_small_value_as_one_row() -> None:
 
     assert not [s for s in yielded if s.sql == DIALECT["insert_blob_part"]]
     inserted = [
-        row for s in yielded if s.sql == DIALECT["insert_blob"] for row in s.many
+        row for s in yielded for row in insert_rows(s, DIALECT["insert_blob"]) or ()
     ]
     assert [row[2] for row in inserted] == ["__start__"]
 

@@ -10,23 +10,32 @@ whole-table read under those settings is never JIT-compiled.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import psycopg
 import pytest
 
-from engine.checkpoint._sqlcore.dialect import Stmt
+from engine.checkpoint._sqlcore.dialect import SqlDialect, Stmt
 from engine.checkpoint._sqlcore.saves import GUESS_VALUE_BYTES
 from engine.checkpoint.base import EXPECTED_HEAD
 from engine.checkpoint.postgres import PostgresSaver
+from engine.checkpoint.postgres import _libpq_pipeline as libpq
 from engine.checkpoint.postgres._libpq_pipeline import LibpqTransaction
-from engine.checkpoint.postgres._sql import DIALECT, PLANNING
+from engine.checkpoint.postgres._sql import (
+    DIALECT,
+    MERGED_BYTES,
+    MERGED_ROWS,
+    PLANNING,
+    PLANNING_FOR,
+)
 from engine.errors import CheckpointConflictError, ThreadLeaseLostError
 from engine.graph import END, START, StateGraph
 from engine.types import Command, interrupt
 from tests._support.builders import make_checkpoint
 from tests._support.postgres import fresh_database, pg_dsn
+from tests._support.sql_ops import insert_rows
 
 pytestmark = pytest.mark.postgres
 
@@ -298,3 +307,173 @@ def test_a_runs_last_save_gives_its_lease_back_in_its_check(
     assert DIALECT["lease_release"] not in sent
     assert saver.get_lease("t", "") is None
     assert len(list(saver.list({"configurable": {"thread_id": "t"}}))) == 5
+
+
+# --- inserts of several rows ------------------------------------------------------
+
+
+class AppendingState(TypedDict, total=False):
+    n: int
+    limit: int
+    note: str | None
+    answers: Annotated[list[Any], operator.add]  # stored as deltas within a run
+
+
+def _append(state: AppendingState) -> dict[str, Any]:
+    n = state["n"]
+    return {"n": n + 1, "answers": [f"word {n}", -(70_000**n), {"deep": [None, 1.5]}]}
+
+
+def _appending_route(state: AppendingState) -> str:
+    return "append" if state["n"] < state["limit"] else END
+
+
+def test_a_step_s_values_go_in_one_insert_and_are_stored_as_row_by_row(
+    saver: PostgresSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step's new values are one statement (``PostgresDialect.inserts``), and
+    the rows it stores are those one statement per value stores: values of
+    every kind, integers of every width, None, lists stored as deltas."""
+    builder = StateGraph(AppendingState)
+    builder.add_node("append", _append)
+    builder.add_edge(START, "append")
+    builder.add_conditional_edges("append", _appending_route)
+    graph = builder.compile(checkpointer=saver)
+    start = [f"item {i}" for i in range(300)]
+
+    def run(thread: str) -> dict[str, Any]:
+        config = {"configurable": {"thread_id": thread}}
+        return graph.invoke(
+            {"n": 0, "limit": 6, "note": None, "answers": start}, config
+        )
+
+    recorded = _recording(monkeypatch)
+    merged = run("merged")
+    value_inserts = [
+        (stmt, rows)
+        for stmt in recorded
+        if (rows := insert_rows(stmt, DIALECT["insert_blob"])) is not None
+    ]
+    # one execution of a statement carrying the step's rows (not one per row)
+    assert value_inserts
+    assert all(stmt.many is None and len(rows) > 1 for stmt, rows in value_inserts)
+    monkeypatch.setattr(  # one statement per row, as before merging
+        type(DIALECT), "inserts", SqlDialect.inserts
+    )
+    row_by_row = run("row_by_row")
+
+    assert merged == row_by_row
+    assert merged["answers"][-3:] == ["word 5", -(70_000**5), {"deep": [None, 1.5]}]
+    columns = (
+        "channel, kind, type, blob, base_version IS NULL, delta_start, chain_len, "
+        "chain_bytes, root_bytes"
+    )
+    with psycopg.connect(saver.conn.conninfo) as conn:  # type: ignore[union-attr]
+        stored = {
+            thread: conn.execute(
+                f"SELECT {columns} FROM engine_checkpoint_blobs "
+                "WHERE thread_id = %s ORDER BY channel, version",
+                (thread,),
+            ).fetchall()
+            for thread in ("merged", "row_by_row")
+        }
+    assert stored["merged"] == stored["row_by_row"]
+    assert any(row[6] for row in stored["merged"])  # a delta's chain bookkeeping
+
+
+def test_rows_merged_in_one_insert_keep_a_repeated_key_s_first(
+    saver: PostgresSaver,
+) -> None:
+    """``ON CONFLICT DO NOTHING`` across the rows of one statement keeps the
+    first row of a key, as one statement per row does; past ``MERGED_ROWS``
+    rows or ``MERGED_BYTES`` of payload a new statement starts."""
+    row = ("t", "", "c", "v1", None, None, b"first", None, None, None, None, None)
+    again = (*row[:6], b"second", *row[7:])
+    others = [(*row[:3], f"v{i}", *row[4:]) for i in range(2, 12)]
+    stmts = list(DIALECT.inserts("insert_blob", [row, again, *others]))
+
+    assert [len(insert_rows(s, DIALECT["insert_blob"]) or ()) for s in stmts] == [
+        MERGED_ROWS,
+        12 - MERGED_ROWS,
+    ]
+    with saver._connection() as conn:  # the saver's own pool connection
+        txn = LibpqTransaction(conn, "BEGIN", PLANNING)
+        txn.run(tuple(stmts), last=True)
+        stored = conn.execute(
+            "SELECT version, blob FROM engine_checkpoint_blobs ORDER BY version"
+        ).fetchall()
+    assert (("v1", b"first") in stored) and len(stored) == 11
+
+    big = (*row[:3], "big", *row[4:6], b"x" * MERGED_BYTES, *row[7:])
+    split = list(DIALECT.inserts("insert_blob", [big, *others[:3]]))
+    assert [len(insert_rows(s, DIALECT["insert_blob"]) or ()) for s in split] == [
+        1,
+        3,
+    ]
+
+
+def test_upserts_and_single_rows_are_not_merged() -> None:
+    """A ``DO UPDATE`` insert never meets a key twice in one statement (Postgres
+    refuses that), and one row is the plain statement."""
+    rows = [("t", "", "c", "k", i, "ch", "json", b"1", "") for i in range(3)]
+    (replace,) = DIALECT.inserts("insert_write_replace", rows)
+    (one,) = DIALECT.inserts("insert_write_keep", rows[:1])
+
+    assert replace.sql == DIALECT["insert_write_replace"] and replace.many == rows
+    assert one.sql == DIALECT["insert_write_keep"] and one.many == rows[:1]
+
+
+def test_merged_inserts_are_prepared_once_per_row_count(
+    saver: PostgresSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Integers go as text, so a merged insert's parameter types never depend on
+    the values (psycopg types an int by its size, None not at all): one
+    prepared form per row count, however the rows mix them."""
+    monkeypatch.setattr(libpq, "_NAMES", libpq._Names())
+    graph = _loop(saver)
+    for limit, thread in ((3, "a"), (70_000, "b")):
+        graph.invoke(
+            {"n": limit - 2, "limit": limit},
+            {"configurable": {"thread_id": thread}},
+        )
+    forms: dict[str, set[tuple[int, ...]]] = {}
+    for sql, types in libpq._NAMES._names:
+        if sql.startswith("INSERT INTO engine_checkpoint_blobs") and "), (" in sql:
+            forms.setdefault(sql, set()).add(types)
+    assert forms and all(len(types) == 1 for types in forms.values())
+
+
+# --- a lease change's settings ---------------------------------------------------
+
+
+def test_a_lease_change_sets_its_commit_early_in_the_planning_statement(
+    saver: PostgresSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A transaction that starts with ``lease_commit_early`` sends it as part of
+    its settings statement (``PLANNING_FOR``), not as a statement of its own;
+    any other transaction sends the usual settings."""
+    recorded = _recording(monkeypatch)
+    graph = _loop(saver)
+    graph.invoke({"n": 0, "limit": 2}, {"configurable": {"thread_id": "t"}})
+    sent = [stmt.sql for stmt in recorded]
+
+    early = PLANNING_FOR[DIALECT["lease_commit_early"]]
+    assert DIALECT["lease_commit_early"] not in sent
+    assert sent.count(early) == 1  # the take; the saves commit durably
+    assert sent.count(PLANNING) >= 1
+
+
+@pytest.mark.parametrize("first", ["lease", "other"])
+def test_the_settings_statement_stands_for_the_first_when_named(first: str) -> None:
+    marker = DIALECT["lease_commit_early"]
+    show = Stmt("SELECT current_setting('synchronous_commit')", fetch=True)
+    with fresh_database(pg_dsn()) as dsn, psycopg.connect(dsn, autocommit=True) as conn:
+        txn = LibpqTransaction(conn, "BEGIN", PLANNING, PLANNING_FOR)
+        stmts = (Stmt(marker), show) if first == "lease" else (show,)
+
+        rows = txn.run(stmts, last=True)
+
+    if first == "lease":  # committed without waiting for the WAL flush
+        assert rows == [None, [("off",)]]
+    else:
+        assert rows == [[("on",)]]

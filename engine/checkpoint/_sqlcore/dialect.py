@@ -26,7 +26,7 @@ Pure: no I/O here.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -381,6 +381,11 @@ class SqlDialect:
     def blob_params(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
         """Parameters of ``insert_blob`` for a row in ``_COLS_BLOB`` order."""
         return row
+
+    def inserts(self, name: str, rows: Sequence[Sequence[Any]]) -> Iterator[Stmt]:
+        """The statements that insert ``rows`` (parameter tuples of the
+        statement ``name``), in order: here one execution per row."""
+        yield Stmt(self[name], many=rows)
 
     # -- metadata filters (see ``filters``): JSON tests on ``c.metadata`` --------------
 

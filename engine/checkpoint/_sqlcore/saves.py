@@ -532,11 +532,11 @@ def _store(
 
     def flush() -> Op[None]:
         if keep:
-            yield Stmt(d["insert_write_keep"], many=list(keep))
+            yield from d.inserts("insert_write_keep", list(keep))
         if replace:
             yield Stmt(d["insert_write_replace"], many=list(replace))
         if blob_rows:
-            yield Stmt(d["insert_blob"], many=list(blob_rows))
+            yield from d.inserts("insert_blob", list(blob_rows))
         if _faults.ARMED and checkpoint_rows:
             _faults.hit("between_values_and_checkpoint")
         if checkpoint_rows:

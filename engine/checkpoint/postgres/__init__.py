@@ -53,6 +53,7 @@ from engine.checkpoint.postgres._sql import (
     MIGRATION_LOCK,
     MIGRATIONS,
     PLANNING,
+    PLANNING_FOR,
 )
 from engine.checkpoint.serde.base import SerializerProtocol
 
@@ -211,7 +212,7 @@ class PostgresSaver(SqlCheckpointSaver):
                 start = BEGIN_WRITE if write else BEGIN_READ
                 if self.pipe is None and available_on(conn):
                     held.enter_context(conn.lock)
-                    txn = LibpqTransaction(conn, start, PLANNING)
+                    txn = LibpqTransaction(conn, start, PLANNING, PLANNING_FOR)
                 else:
                     txn = _CursorTransaction(conn, start, self.supports_pipeline)
             except BaseException:

@@ -37,7 +37,7 @@ import re
 import select
 import threading
 import weakref
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -199,7 +199,11 @@ class _LibpqPipeline:
     """
 
     def __init__(
-        self, conn: Connection[Any] | AsyncConnection[Any], begin: str, planning: str
+        self,
+        conn: Connection[Any] | AsyncConnection[Any],
+        begin: str,
+        planning: str,
+        planning_for: Mapping[str, str] | None = None,
     ) -> None:
         self.pgconn = conn.pgconn
         session = _session_of(conn)
@@ -215,10 +219,24 @@ class _LibpqPipeline:
         self._lost_track = False
         """A read was cut off (an interrupt): which results are left, and which
         statements the connection has prepared, is no longer known."""
+        self._planning: str | None = planning
+        """The settings statement, sent before the operation's first statement
+        (``_plan``); None once sent."""
+        self._planning_for = planning_for or {}
         self.pgconn.enter_pipeline_mode()
         self.pgconn.send_query_params(begin.encode(), None)
         self._awaited.append(None)
-        self.send(Stmt(planning))
+
+    def _plan(self, stmts: Sequence[Stmt]) -> int:
+        """Queue the settings statement before the operation's first ones: the
+        one ``planning_for`` names for its first statement, which it then stands
+        for (a lease change's ``SET LOCAL synchronous_commit``: one statement
+        fewer), else the default. How many of ``stmts`` it stands for (0 or 1)."""
+        planning, self._planning = self._planning, None
+        assert planning is not None
+        instead = self._planning_for.get(stmts[0].sql) if stmts else None
+        self.send(Stmt(planning if instead is None else instead))
+        return 0 if instead is None else 1
 
     # --- sending (never waits) --------------------------------------------------
 
@@ -264,8 +282,9 @@ class _LibpqPipeline:
     def _run(self, stmts: Sequence[Stmt], last: bool) -> Waits[list[Rows | None]]:
         """Queue ``stmts``, commit with them when ``last``, else read when one
         fetches; their rows (None for those that do not fetch)."""
-        sent = []
-        for stmt in stmts:
+        skipped = self._plan(stmts) if self._planning is not None else 0
+        sent: list[_Sent | None] = [None] * skipped
+        for stmt in stmts[skipped:]:
             sent.append(self.send(stmt))
             if self.flush_due:
                 yield from self._flush()
@@ -273,7 +292,7 @@ class _LibpqPipeline:
             yield from self._commit()
         elif any(stmt.fetch for stmt in stmts):
             yield from self._read()
-        return [one.rows if one.fetch else None for one in sent]
+        return [one.rows if one is not None and one.fetch else None for one in sent]
 
     def _read(self) -> Waits[None]:
         """Wait for every queued statement (the transaction stays open)."""
@@ -282,6 +301,8 @@ class _LibpqPipeline:
 
     def _commit(self) -> Waits[None]:
         """Queue ``COMMIT`` after the queued statements and wait for all of them."""
+        if self._planning is not None:  # nothing sent: the settings need not be
+            self._planning = None
         self.pgconn.send_query_params(b"COMMIT", None)
         self._awaited.append(None)
         self.committed = True
@@ -404,11 +425,17 @@ class _LibpqPipeline:
 class LibpqTransaction(_LibpqPipeline):
     """A saver transaction through libpq, waiting on the socket in ``poll``."""
 
-    def __init__(self, conn: Connection[Any], begin: str, planning: str) -> None:
+    def __init__(
+        self,
+        conn: Connection[Any],
+        begin: str,
+        planning: str,
+        planning_for: Mapping[str, str] | None = None,
+    ) -> None:
         self._poll = select.poll()
         self._events = READ
         self._poll.register(conn.pgconn.socket, READ)
-        super().__init__(conn, begin, planning)
+        super().__init__(conn, begin, planning, planning_for)
 
     def run(self, stmts: Sequence[Stmt], *, last: bool) -> list[Rows | None]:
         """See :meth:`_LibpqPipeline._run`."""
@@ -444,9 +471,15 @@ class LibpqTransaction(_LibpqPipeline):
 class AsyncLibpqTransaction(_LibpqPipeline):
     """A saver transaction through libpq, waiting on the event loop."""
 
-    def __init__(self, conn: AsyncConnection[Any], begin: str, planning: str) -> None:
+    def __init__(
+        self,
+        conn: AsyncConnection[Any],
+        begin: str,
+        planning: str,
+        planning_for: Mapping[str, str] | None = None,
+    ) -> None:
         self._loop = asyncio.get_running_loop()
-        super().__init__(conn, begin, planning)
+        super().__init__(conn, begin, planning, planning_for)
 
     async def run(self, stmts: Sequence[Stmt], *, last: bool) -> list[Rows | None]:
         """See :meth:`_LibpqPipeline._run`."""

@@ -40,6 +40,7 @@ from engine.checkpoint.postgres._sql import (
     MIGRATION_LOCK,
     MIGRATIONS,
     PLANNING,
+    PLANNING_FOR,
 )
 from engine.checkpoint.serde.base import SerializerProtocol
 
@@ -174,7 +175,7 @@ class AsyncPostgresSaver(SqlCheckpointSaver):
                 start = BEGIN_WRITE if write else BEGIN_READ
                 if self.pipe is None and available_on(conn):
                     await held.enter_async_context(conn.lock)
-                    txn = AsyncLibpqTransaction(conn, start, PLANNING)
+                    txn = AsyncLibpqTransaction(conn, start, PLANNING, PLANNING_FOR)
                 else:
                     txn = await _AsyncCursorTransaction.open(
                         conn, start, self.supports_pipeline
