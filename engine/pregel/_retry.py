@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from engine._internal._in_thread import in_thread
 from engine._internal._scope import reset_scope, set_scope
 from engine._internal._tracing import tracing_of
 from engine.errors import (
@@ -340,7 +341,7 @@ async def _attempt_async(
         # a sync node runs on a worker thread in a copy of the caller's context
         # (its contextvars, as LangGraph does); asyncio.run() works there
         ctx_run = _context_runner(scope)
-        awaitable = asyncio.get_running_loop().run_in_executor(
+        awaitable = in_thread(
             loop.executor,
             contextvars.copy_context().run,
             ctx_run,

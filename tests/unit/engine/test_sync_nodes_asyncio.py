@@ -176,3 +176,23 @@ async def test_cancelling_ainvoke_while_a_lone_sync_node_runs() -> None:
     started.clear()
     result = await graph_.ainvoke(None, config)
     assert result["log"] == ["slow"]
+
+
+def test_a_sync_node_raising_stop_iteration_under_ainvoke_fails_the_run() -> None:
+    """As under ``invoke`` (and in LangGraph 1.2.24): a ``RuntimeError`` whose
+    cause is the ``StopIteration`` (PEP 479), never a step waiting forever on a
+    future that cannot hold it."""
+
+    def node(state: LogState) -> dict[str, Any]:
+        raise StopIteration("from a node")
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(LogState)
+    builder.add_node("stops", node)
+    builder.add_edge(START, "stops")
+
+    async def run() -> Any:
+        return await builder.compile().ainvoke({"log": []})
+
+    with pytest.raises(RuntimeError) as raised:
+        asyncio.run(asyncio.wait_for(run(), 10))
+    assert isinstance(raised.value.__cause__, StopIteration)
