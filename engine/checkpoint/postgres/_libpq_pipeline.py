@@ -141,9 +141,10 @@ class _Session:
     connection's lock is held during each): the statement names prepared on it,
     and one ``Transformer``, whose dumpers and loaders are looked up once per
     connection rather than once per transaction (~25 µs of client time for a
-    resumed run's two transactions). Like a psycopg cursor's, it keeps the adapters it found:
-    one registered on the connection after its first saver transaction does
-    not apply to the saver's parameters (strings, bytes, numbers, text arrays)."""
+    resumed run's two transactions). Like a psycopg cursor's, it keeps the
+    adapters it found: one registered on the connection after its first saver
+    transaction does not apply to the saver's parameters (strings, bytes,
+    numbers, text arrays)."""
 
     prepared: set[bytes]
     tx: TransformerType
