@@ -76,12 +76,19 @@ def _recording(monkeypatch: pytest.MonkeyPatch) -> list[Stmt]:
     return sent
 
 
-def _loop(saver: PostgresSaver, node: Any = _tick) -> Any:
-    """The counter loop, compiled on ``saver``, with ``node`` as its step."""
-    builder = StateGraph(LoopState)
+def _loop(
+    saver: PostgresSaver,
+    node: Any = _tick,
+    *,
+    schema: Any = LoopState,
+    route: Any = _route,
+) -> Any:
+    """A loop of one step, ``tick`` (``node``), until ``route`` ends it, compiled
+    on ``saver``: by default the counter loop."""
+    builder = StateGraph(schema)
     builder.add_node("tick", node)
     builder.add_edge(START, "tick")
-    builder.add_conditional_edges("tick", _route)
+    builder.add_conditional_edges("tick", route)
     return builder.compile(checkpointer=saver)
 
 
@@ -324,16 +331,9 @@ def _append(state: AppendingState) -> dict[str, Any]:
     return {"n": n + 1, "answers": [f"word {n}", -(70_000**n), {"deep": [None, 1.5]}]}
 
 
-def _appending_route(state: AppendingState) -> str:
-    return "append" if state["n"] < state["limit"] else END
-
-
 def _appending(saver: PostgresSaver) -> Any:
-    builder = StateGraph(AppendingState)
-    builder.add_node("append", _append)
-    builder.add_edge(START, "append")
-    builder.add_conditional_edges("append", _appending_route)
-    return builder.compile(checkpointer=saver)
+    """The counter loop over ``AppendingState``, each step appending to a list."""
+    return _loop(saver, _append, schema=AppendingState)
 
 
 def test_a_step_s_values_go_in_one_insert_and_are_stored_as_row_by_row(
