@@ -145,17 +145,28 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 _Lone = tuple[str, str, str, bytes, str, int]
 """A bucket of one entry, flat: (task id, channel, type, payload, task path, index)."""
 
-_Bucket = dict[tuple[str, int], _Entry] | _Lone
+_LoneScalars = tuple[Any, ...]
+"""A bucket of one ``SCALAR_WRITES`` entry, flatter still: (task id, task path,
+index, channel, value, channel, value...), an odd length where a ``_Lone`` has
+six items (so a ``PersistentDict`` file, which keeps tuples as tuples, reads it
+back as it was). One tuple a step where a ``_Lone`` holds the writes in a tuple
+of their own: 72 bytes fewer a step of a loop."""
+
+_Bucket = dict[tuple[str, int], _Entry] | _Lone | _LoneScalars
 """A checkpoint's pending writes: ``{(task id, index): entry}``, or, while it holds
 one entry (a step of one task: its regular writes packed in one), that entry flat
-(``_Lone``): a dict, its key and the (type, payload) pair cost ~290 bytes more a
-step."""
+(``_Lone``, or ``_LoneScalars`` for scalar writes): a dict, its key and the
+(type, payload) pair cost ~290 bytes more a step."""
 
 
 def _entries(bucket: _Bucket) -> Iterable[tuple[tuple[str, int], _Entry]]:
     """A bucket's ``((task id, index), entry)`` pairs, whichever form it has."""
     if isinstance(bucket, dict):
         return bucket.items()
+    if len(bucket) & 1:  # _LoneScalars
+        task_id, path, idx = bucket[:3]
+        entry = (task_id, WRITES_CHANNEL, (SCALAR_WRITES, bucket[3:]), path)
+        return (((task_id, idx), entry),)  # type: ignore[return-value]
     task_id, channel, tag, payload, path, idx = bucket
     return (((task_id, idx), (task_id, channel, (tag, payload), path)),)
 
@@ -776,7 +787,10 @@ class InMemorySaver(MemoryLeases, MemoryAsyncMethods):
         kept = self.writes.get(place)
         if kept is None and len(encoded) == 1:
             idx, channel, (tag, payload) = encoded[0]
-            self.writes[place] = (task_id, channel, tag, payload, task_path, idx)
+            if tag is SCALAR_WRITES:
+                self.writes[place] = (task_id, task_path, idx, *payload)
+            else:
+                self.writes[place] = (task_id, channel, tag, payload, task_path, idx)
             return
         if isinstance(kept, dict):
             bucket = kept

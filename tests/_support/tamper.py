@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from engine.checkpoint._blobs import BlobRecord
+from engine.checkpoint._pending_writes import WRITES_CHANNEL
 from engine.checkpoint.base import BaseCheckpointSaver
 from engine.checkpoint.memory import InMemorySaver
 from tests._support.savers import SaverSpec
@@ -71,7 +72,11 @@ def tamper_write(
             if key[0] != thread_id:
                 continue
             if not isinstance(bucket, dict):  # a bucket of one entry
-                task_id, channel, _, _, path, idx = bucket
+                if len(bucket) & 1:  # scalar writes, flat
+                    task_id, path, idx = bucket[:3]
+                    channel = WRITES_CHANNEL
+                else:
+                    task_id, channel, _, _, path, idx = bucket
                 saver.writes[key] = (task_id, channel, tag, payload, path, idx)
                 continue
             for wkey, (task_id, channel, _, path) in list(bucket.items()):

@@ -249,8 +249,9 @@ def test_metadata_that_needs_the_walk_is_not_marked_and_reads_back_exactly(
 SCALARS = [0, -(2**70), 2.5, math.inf, "text", "", True, False, None]
 
 
-def _saved_writes(saver: InMemorySaver, writes: list[tuple[str, Any]]) -> list[Any]:
-    config = saver.put(
+def _first_checkpoint(saver: InMemorySaver) -> Any:
+    """Put an empty first checkpoint on thread ``t1``; its config."""
+    return saver.put(
         {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}},
         {
             "v": 4,
@@ -264,6 +265,10 @@ def _saved_writes(saver: InMemorySaver, writes: list[tuple[str, Any]]) -> list[A
         {},
         {},
     )
+
+
+def _saved_writes(saver: InMemorySaver, writes: list[tuple[str, Any]]) -> list[Any]:
+    config = _first_checkpoint(saver)
     saver.put_writes(config, writes, "task-1", "path")
     stored = saver.get_tuple(config)
     assert stored is not None
@@ -277,7 +282,8 @@ def test_scalar_writes_are_kept_as_they_are_and_read_back_exactly():
     assert [(c, v) for _, c, v in pending] == writes
     assert [type(v) for _, _, v in pending] == [type(v) for v in SCALARS]
     ((_, bucket),) = saver.writes.items()
-    assert bucket[2] == "*s"  # the flat form, not packed JSON
+    # one flat tuple, not packed JSON: task id, path, index, then the writes
+    assert bucket == ("task-1", "path", 0, *(x for write in writes for x in write))
     # NaN is not equal to itself: read back as NaN
     nan = _saved_writes(InMemorySaver(), [("c", math.nan)])
     assert math.isnan(nan[0][2])
@@ -303,6 +309,21 @@ def test_other_writes_are_serialized_as_before(writes: list[tuple[str, Any]]):
     if isinstance(kept, list):
         kept.append(3)  # changed after the save: the stored write is not
         assert _saved_writes(saver, [])[0][2] == [1, 2]
+
+
+def test_a_second_task_joins_a_checkpoint_s_lone_scalar_writes():
+    saver = InMemorySaver()
+    config = _first_checkpoint(saver)
+    saver.put_writes(config, [("n", 1), ("flag", None)], "task-b", "b")
+    saver.put_writes(config, [("n", 2)], "task-a", "a")
+    saver.put_writes(config, [("n", 3)], "task-b", "b")  # already kept: ignored
+    stored = saver.get_tuple(config)
+    assert stored is not None
+    assert stored.pending_writes == [
+        ("task-a", "n", 2),
+        ("task-b", "n", 1),
+        ("task-b", "flag", None),
+    ]
 
 
 def test_stored_bytes_count_scalar_writes_as_packed():
