@@ -26,13 +26,13 @@ before starting another step.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import math
 import os
 import socket
 import threading
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -95,6 +95,33 @@ def with_on_busy(config: RunnableConfig | None, on_busy: OnBusy | None) -> Any:
     return config
 
 
+_holders: tuple[str, Iterator[int]] | None = None
+"""This process's holder prefix (host, pid and 48 random bits) and its counter;
+made on first use and again in a forked child."""
+
+
+def _new_holder() -> str:
+    """A lease holder no other hold has: ``host:pid:`` twelve random hex digits
+    drawn once a process, then this hold's number in it (hex). A uuid each hold
+    cost a system call for the host name and one for the randomness every run;
+    the random part still tells this process from an earlier one that had its
+    pid on this host."""
+    global _holders
+    if _holders is None:
+        prefix = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(6).hex()}"
+        _holders = (prefix, itertools.count())
+    prefix, numbers = _holders
+    return f"{prefix}{next(numbers):x}"
+
+
+def _forget_holders() -> None:
+    global _holders
+    _holders = None
+
+
+os.register_at_fork(after_in_child=_forget_holders)
+
+
 class ThreadHold:
     """One run's lease on one thread and namespace, while it is held."""
 
@@ -125,7 +152,7 @@ class ThreadHold:
         self.checkpoint_ns = checkpoint_ns
         self.seconds = seconds
         self.is_async = is_async
-        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self.holder = _new_holder()
         self.fence = (checkpoint_ns, self.holder)
         """What the run's saves carry under ``HELD_LEASE``."""
         self.lost = False
