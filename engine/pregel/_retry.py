@@ -273,12 +273,18 @@ def _run_task(
             if scope.message_writer is not None:
                 with langchain_messages(scope.config, scope.message_writer):
                     output = (
-                        node.bound.invoke(task.input, scope)
+                        contextvars.copy_context().run(
+                            node.bound.invoke, task.input, scope
+                        )
                         if timeout is None
                         else _invoke_timed(loop, task, scope, timeout)
                     )
             elif timeout is None:
-                output = node.bound.invoke(task.input, scope)
+                # in a copy of the context, as on a worker thread: what the node
+                # sets there ends with it (LangGraph's nodes run so)
+                output = contextvars.copy_context().run(
+                    node.bound.invoke, task.input, scope
+                )
             else:
                 output = _invoke_timed(loop, task, scope, timeout)
         except ParentCommand as command:

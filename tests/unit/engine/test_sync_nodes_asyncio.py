@@ -146,6 +146,30 @@ async def test_what_a_lone_sync_node_sets_stays_in_its_thread_under_ainvoke() ->
     assert REQUEST.get() == "req-1"
 
 
+def test_what_a_lone_sync_node_sets_stays_in_its_call_under_invoke() -> None:
+    """A lone task of a sync run runs inline, but in a copy of the context, as
+    LangGraph's nodes do: the next node and the caller do not see what it set
+    (they did before: the node ran in the caller's own context)."""
+
+    def sets(state: LogState) -> dict[str, Any]:
+        REQUEST.set("set by a")
+        return {"log": [REQUEST.get()]}
+
+    def reads(state: LogState) -> dict[str, Any]:
+        return {"log": [REQUEST.get()]}
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(LogState)
+    builder.add_node("a", sets)
+    builder.add_node("b", reads)
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+
+    result = builder.compile().invoke({"x": 0, "log": []})
+
+    assert result["log"] == ["set by a", "req-1"]
+    assert REQUEST.get() == "req-1"
+
+
 async def test_cancelling_ainvoke_while_a_lone_sync_node_runs() -> None:
     """The caller cancels the run while its one sync node works: the run ends
     with CancelledError at once, its thread's lease is given back, and the
