@@ -201,6 +201,17 @@ class ThreadHold:
         else:
             self.lost = True
 
+    def give_back(self) -> None:
+        """Release the lease now, from another thread than the run's (a cancelled
+        ``ainvoke`` on one thread, ``_one_thread``): the run's saves from here on
+        are refused, and its own release at its end finds nothing to do."""
+        self.lost = True
+        _RENEWER.remove(self)
+        try:
+            self.saver.release_lease(self.thread_id, self.checkpoint_ns, self.holder)
+        except Exception:  # it expires on its own
+            log.warning("could not release the lease on thread %r", self.thread_id)
+
     def attach(self, loop: PregelLoop) -> None:
         """Make ``loop``'s saves carry this lease and its steps check it."""
         loop.lease = self
@@ -350,6 +361,8 @@ def _start(hold: ThreadHold, loop: PregelLoop, sent: float) -> None:
     hold.attach(loop)
     loop.configurable[CONFIG_KEY_LEASE] = hold
     _RENEWER.add(hold)
+    if loop.cancel_flag is not None:
+        loop.cancel_flag.held(hold)
 
 
 def _took(

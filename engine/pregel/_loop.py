@@ -310,6 +310,8 @@ class PregelLoop(ResumeBook, NodeCache, CheckpointBuilder):
             return False
         if self.lease is not None:  # a clock read, unless the lease was lost
             self.lease.check()
+        if self.cancel_flag is not None:
+            self.cancel_flag.check()
         if "tasks" in self.modes or "debug" in self.modes:
             for task in self.tasks.values():
                 if TAG_HIDDEN not in task.node.tags and not task.writes:

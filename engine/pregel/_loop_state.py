@@ -198,6 +198,8 @@ class LoopState:
         self.update_keys: str | frozenset[str] | None = None  # stream(output_keys=)
         self._paused_results: list[tuple[PregelExecutableTask, list[Interrupt]]] = []
         self.lease: Any = None  # the run's thread lease (``_lease.ThreadHold``)
+        # set when an ``ainvoke`` run on one thread was cancelled (``_one_thread``)
+        self.cancel_flag: Any = None
         # (checkpoint tuple,) read with the lease when it was taken; load uses it
         self.preloaded: tuple[CheckpointTuple | None] | None = None
 

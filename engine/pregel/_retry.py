@@ -9,7 +9,9 @@ A task's timeout is its ``Send``'s, else its node's (``add_node(timeout=)``,
 async node is cancelled when its time is up, in async runs and in sync runs
 alike (there it runs on its own event loop). A sync node cannot be cancelled:
 an async run stops waiting for it (its thread finishes in the background, its
-writes are dropped), a sync run refuses the timeout with ``ValueError``.
+writes are dropped), a sync run refuses the timeout with ``ValueError``. An
+``ainvoke`` run on one worker thread (``_one_thread``) is an async run here: it
+waits for such a node on an event loop of its own.
 """
 
 from __future__ import annotations
@@ -228,7 +230,8 @@ def _invoke_timed(
     scope: TaskScope,
     timeout: TimeoutPolicy,
 ) -> Any:
-    """One attempt of an async node with a timeout, from sync code: on its own loop."""
+    """One attempt with a timeout from sync code, on an event loop of its own:
+    an async node's, or a sync node's in an ``ainvoke`` run on one thread."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -262,11 +265,18 @@ def _run_task(
     node = task.node
     policies = task.retry_policy or loop.graph.retry_policy
     timeout = task_timeout(task)
-    if timeout is not None and not _cancellable(node.bound):
+    cancel_flag = loop.cancel_flag
+    if (
+        timeout is not None
+        and cancel_flag is None  # an ainvoke on one thread: waited for as there
+        and not _cancellable(node.bound)
+    ):
         return sync_timeout_refused(task.name)
     attempt = 0
     while True:
         attempt += 1
+        if cancel_flag is not None:
+            cancel_flag.check()
         scope = _attempt_scope(loop, task, scope_factory, attempt)
         token = set_scope(scope)
         try:
@@ -301,6 +311,8 @@ def _run_task(
             continue
         finally:
             reset_scope(token)
+        if cancel_flag is not None:
+            cancel_flag.check()  # the node's writes are dropped
         token = set_scope(scope)
         try:
             _finish_attempt(scope, loop, task, output)

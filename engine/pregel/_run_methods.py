@@ -9,6 +9,7 @@ sync and async shell; the steps are driven by ``_drive``, and ``stream_events``
 from __future__ import annotations
 
 import asyncio
+import functools
 import queue
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
@@ -27,6 +28,11 @@ from engine.pregel._drive import (
 from engine.pregel._io import Mapper, chunk_shaper, format_part, stream_modes
 from engine.pregel._lease import OnBusy, with_on_busy
 from engine.pregel._loop import PregelLoop, StreamChunk
+from engine.pregel._one_thread import (
+    CancelFlag,
+    ainvoke_on_one_thread,
+    runs_on_one_thread,
+)
 from engine.pregel._persist import delay_quick_saves
 from engine.pregel._run_events import EventRunOptions, run_events
 from engine.pregel._subgraph import CompiledGraph
@@ -226,6 +232,21 @@ class RunMethods(CompiledGraph):
                 )
             )
             return chunks
+        options = _loop_options(
+            context, output_keys, interrupt_before, interrupt_after, durability, control
+        )
+        return self._invoke_values(input, config, options, v2, None)
+
+    def _invoke_values(
+        self,
+        input: Any,
+        config: RunnableConfig | None,
+        options: dict[str, Any],
+        v2: bool,
+        cancel_flag: CancelFlag | None,
+    ) -> Any:
+        """:meth:`invoke` with the ``values`` stream mode, in this thread; also an
+        ``ainvoke`` on one worker thread (``_one_thread``), with its cancel flag."""
         values: queue.SimpleQueue[Any] | None = (
             queue.SimpleQueue() if self._as_pregel._output_via_values else None
         )
@@ -233,14 +254,11 @@ class RunMethods(CompiledGraph):
             input,
             config,
             values.put if values is not None else None,
+            options,
             is_async=False,
-            context=context,
-            output_keys=output_keys,
-            interrupt_before=interrupt_before,
-            interrupt_after=interrupt_after,
-            durability=durability,
-            control=control,
         )
+        loop.cancel_flag = cancel_flag
+        output_keys = options["output_keys"]
         if values is not None:
             last = _last_values(loop, drive(self._as_pregel, loop, values, False))
             return self._last_output(loop, last, output_keys, v2)
@@ -253,16 +271,12 @@ class RunMethods(CompiledGraph):
         input: Any,
         config: RunnableConfig | None,
         put: Callable[[StreamChunk], None] | None,
+        options: dict[str, Any],
         *,
         is_async: bool,
-        context: Any,
-        output_keys: str | Sequence[str] | None,
-        interrupt_before: All | Sequence[str] | None,
-        interrupt_after: All | Sequence[str] | None,
-        durability: Durability | None,
-        control: RunControl | None,
     ) -> PregelLoop:
-        """What :meth:`invoke` and :meth:`ainvoke` share: the run's loop.
+        """What :meth:`invoke` and :meth:`ainvoke` share: the run's loop, with
+        their ``options`` (:func:`_loop_options`).
 
         ``put`` receives the loop's ``values`` chunks when the output is read
         from the last of them (see ``_output_via_values``); None when the output
@@ -274,17 +288,12 @@ class RunMethods(CompiledGraph):
             self._as_pregel,
             input,
             config,
-            context=context,
             modes=_invoke_modes(forward, put is not None),
             sink=forwarding(put, forward)
             if put is not None
             else (forward[0] if forward else _discard),
-            output_keys=output_keys,
-            interrupt_before=interrupt_before,
-            interrupt_after=interrupt_after,
-            durability=durability,
             is_async=is_async,
-            control=control,
+            **options,
         )
         if put is not None:
             loop.stream_keys = loop.output_keys
@@ -365,6 +374,13 @@ class RunMethods(CompiledGraph):
                     version=version,
                 )
             ]
+        options = _loop_options(
+            context, output_keys, interrupt_before, interrupt_after, durability, control
+        )
+        if runs_on_one_thread(self._as_pregel, config):
+            return await ainvoke_on_one_thread(
+                functools.partial(self._invoke_values, input, config, options, v2)
+            )
         queued: asyncio.Queue[Any] | None = (
             asyncio.Queue() if self._as_pregel._output_via_values else None
         )
@@ -372,13 +388,8 @@ class RunMethods(CompiledGraph):
             input,
             config,
             async_sink(queued) if queued is not None else None,
+            options,
             is_async=True,
-            context=context,
-            output_keys=output_keys,
-            interrupt_before=interrupt_before,
-            interrupt_after=interrupt_after,
-            durability=durability,
-            control=control,
         )
         if queued is not None:
             last: Any = None
@@ -582,6 +593,25 @@ class RunMethods(CompiledGraph):
                 return_exceptions=return_exceptions,
             )
         )
+
+
+def _loop_options(
+    context: Any,
+    output_keys: str | Sequence[str] | None,
+    interrupt_before: All | Sequence[str] | None,
+    interrupt_after: All | Sequence[str] | None,
+    durability: Durability | None,
+    control: RunControl | None,
+) -> dict[str, Any]:
+    """``invoke``'s and ``ainvoke``'s options for ``_invoke_loop``."""
+    return {
+        "context": context,
+        "output_keys": output_keys,
+        "interrupt_before": interrupt_before,
+        "interrupt_after": interrupt_after,
+        "durability": durability,
+        "control": control,
+    }
 
 
 def _key_set(keys: str | Sequence[str]) -> str | frozenset[str]:

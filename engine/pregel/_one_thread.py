@@ -1,0 +1,182 @@
+"""``ainvoke`` on one worker thread, for a run whose code is all synchronous.
+
+Under ``ainvoke`` each sync node runs on a worker thread, so a step of a sync
+graph costs two thread hand-offs (~90 µs on a 2-core VM, most of a loop step).
+When nothing in the run needs the event loop, the whole run is the sync
+``invoke`` on one worker thread instead: two hand-offs a run. A run qualifies
+(:func:`runs_on_one_thread`) when
+
+- every node, route and error handler is a plain function (or a runnable with
+  no ``ainvoke``), and no node is a graph;
+- the graph has no store, no cache, no step timeout, and no saver or exactly
+  :class:`~engine.checkpoint.memory.InMemorySaver` (its saves do no I/O and are
+  made inline, so nothing waits to be saved between steps);
+- its config carries no callbacks, tracer or engine-private keys, and the run
+  is not inside another run's task;
+- fewer than :data:`RUN_SLOTS` such runs are on their threads (each holds one
+  for its whole run; more go step by step). The tasks of a parallel step run on
+  the shared pool (:func:`~engine.pregel._persist.background_pool`), which is
+  twice that size.
+
+What the caller sees does not change. The thread runs in a copy of the caller's
+context, as each sync node did. A node's (or a ``Send``'s) timeout is kept as
+in an async run: the thread waits for the node on an event loop of its own and
+stops waiting at the deadline. Cancelling ``ainvoke`` raises ``CancelledError``
+at once, as before: :class:`CancelFlag` gives the run's thread lease back from
+the cancelling side, and the thread starts no further step, task or attempt and
+saves nothing more (a node's writes are dropped when it returns; a save already
+under way when the lease went back is refused by the lease's fence). The node
+running when the run was cancelled runs to its end on its thread, as a sync
+node under ``ainvoke`` always did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from engine._internal._in_thread import in_thread
+from engine._internal._scope import current_scope
+from engine.checkpoint.memory import InMemorySaver
+from engine.pregel._persist import background_pool
+
+if TYPE_CHECKING:
+    from engine.pregel._lease import ThreadHold
+    from engine.pregel._read import PregelNode
+    from engine.pregel.main import Pregel
+
+__all__ = ("RUN_SLOTS", "CancelFlag", "ainvoke_on_one_thread", "runs_on_one_thread")
+
+RUN_SLOTS = 32
+"""Runs on their own worker thread at once, at most (half the shared pool)."""
+
+_PLAIN_CONFIG_KEYS = frozenset(
+    {
+        "configurable",
+        "max_concurrency",
+        "metadata",
+        "recursion_limit",
+        "run_id",
+        "run_name",
+        "tags",
+    }
+)
+"""Config keys the sync and async runs treat alike (callbacks and tracers do not)."""
+
+_running = 0
+"""Runs on their threads now (read without the lock: a soft limit)."""
+_running_lock = threading.Lock()
+
+
+class CancelFlag:
+    """Set when the caller of an ``ainvoke`` on one thread cancelled it; the
+    run's loop checks it before each step, task and attempt, and after each
+    node call (``loop.cancel_flag``)."""
+
+    __slots__ = ("_hold", "_lock", "cancelled")
+
+    def __init__(self) -> None:
+        self.cancelled = False
+        self._hold: ThreadHold | None = None
+        self._lock = threading.Lock()
+
+    def check(self) -> None:
+        """Raise ``CancelledError`` once the run was cancelled."""
+        if self.cancelled:
+            raise asyncio.CancelledError("ainvoke was cancelled")
+
+    def held(self, hold: ThreadHold) -> None:
+        """The run took its thread lease (``_lease``): a cancel gives it back;
+        after one (the run waited for the thread), it goes back at once."""
+        with self._lock:
+            if not self.cancelled:
+                self._hold = hold
+                return
+        hold.give_back()
+        self.check()
+
+    def cancel(self) -> None:
+        """From the cancelled caller: stop the run, give its lease back now."""
+        with self._lock:
+            self.cancelled = True
+            hold, self._hold = self._hold, None
+        if hold is not None:
+            hold.give_back()
+
+
+def runs_on_one_thread(graph: Pregel, config: Mapping[str, Any] | None) -> bool:
+    """Whether ``graph.ainvoke(..., config)`` may run on one worker thread (see
+    the module); a few attribute reads, the nodes' part kept on the graph."""
+    if _running >= RUN_SLOTS or current_scope() is not None:
+        return False
+    if (
+        graph.store is not None
+        or graph.cache is not None
+        or graph.step_timeout is not None
+    ):
+        return False
+    saver = graph.checkpointer
+    if saver is not None and saver is not False and type(saver) is not InMemorySaver:
+        return False
+    if not (_plain_config(config) and _plain_config(graph.config)):
+        return False
+    known = graph.__dict__.get("_sync_code_only")
+    nodes = graph.nodes
+    if known is None or known[0] is not nodes or known[1] != len(nodes):
+        known = (nodes, len(nodes), all(map(_sync_code_only, nodes.values())))
+        graph.__dict__["_sync_code_only"] = known
+    return known[2]
+
+
+def _plain_config(config: Mapping[str, Any] | None) -> bool:
+    if not config:
+        return True
+    if not _PLAIN_CONFIG_KEYS.issuperset(config):
+        return False
+    configurable = config.get("configurable")
+    return not configurable or not any(
+        type(key) is not str or key.startswith("__") for key in configurable
+    )
+
+
+def _sync_code_only(node: PregelNode) -> bool:
+    """Whether the node's code (function, routes, error handler) is all sync."""
+    bound = node.bound
+    if not bound.runs_in_thread or bound.is_graph or node.subgraphs:
+        return False
+    handler = node.error_handler
+    if handler is not None and not handler.runs_in_thread:
+        return False
+    for writer in node.writers:
+        if getattr(writer, "awrite", None) is None:
+            continue
+        branches = getattr(writer, "branches", None)
+        if branches is None or not all(b.path.runs_in_thread for b in branches):
+            return False
+    return True
+
+
+async def ainvoke_on_one_thread(invoke: Callable[[CancelFlag], Any]) -> Any:
+    """``invoke(flag)`` (a sync run) on a worker thread, in a copy of this
+    context; cancelling the awaiting task cancels the run through the flag."""
+    flag = CancelFlag()
+
+    def run() -> Any:
+        global _running
+        with _running_lock:
+            _running += 1
+        try:
+            return invoke(flag)
+        finally:
+            with _running_lock:
+                _running -= 1
+
+    done = in_thread(background_pool(), contextvars.copy_context().run, run)
+    try:
+        return await done
+    except asyncio.CancelledError:
+        flag.cancel()
+        raise

@@ -1,0 +1,265 @@
+"""``ainvoke`` of a graph whose code is all sync runs on one worker thread
+(``engine.pregel._one_thread``): which runs qualify, and that the caller sees
+what a step-by-step ``ainvoke`` gives, cancellation included."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from engine.checkpoint.memory import InMemorySaver
+from engine.errors import NodeTimeoutError
+from engine.graph import END, START, StateGraph
+from engine.pregel import _one_thread
+from engine.pregel._one_thread import runs_on_one_thread
+from engine.store.memory import InMemoryStore
+from engine.types import Send
+from tests._support.graphs import LogState
+
+
+def _node(label: str) -> Any:
+    def node(state: LogState) -> dict[str, Any]:
+        return {"log": [label]}
+
+    return node
+
+
+def _chain(*nodes: tuple[str, Any]) -> StateGraph[Any, Any, Any, Any]:
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(LogState)
+    previous = START
+    for name, func in nodes:
+        builder.add_node(name, func)
+        builder.add_edge(previous, name)
+        previous = name
+    return builder
+
+
+THREAD = {"configurable": {"thread_id": "t"}}
+
+
+# -- which runs qualify ---------------------------------------------------------------
+
+
+def test_a_graph_of_sync_nodes_and_routes_qualifies() -> None:
+    builder = _chain(("a", _node("a")))
+    builder.add_conditional_edges("a", lambda state: END)
+
+    assert runs_on_one_thread(builder.compile(), None)
+    assert runs_on_one_thread(builder.compile(checkpointer=InMemorySaver()), THREAD)
+    assert runs_on_one_thread(
+        builder.compile(), {"configurable": {"user": "ada"}, "tags": ["x"]}
+    )
+
+
+async def _async_node(state: LogState) -> dict[str, Any]:
+    return {"log": ["async"]}
+
+
+async def _async_route(state: LogState) -> str:
+    return END
+
+
+class _OwnSaver(InMemorySaver):
+    """A subclass may do I/O in its saves: it gets the step-by-step run."""
+
+
+def test_what_keeps_a_run_step_by_step() -> None:
+    assert not runs_on_one_thread(_chain(("a", _async_node)).compile(), None)
+
+    routed = _chain(("a", _node("a")))
+    routed.add_conditional_edges("a", _async_route)
+    assert not runs_on_one_thread(routed.compile(), None)
+
+    inner = _chain(("i", _node("i"))).compile()
+    assert not runs_on_one_thread(_chain(("sub", inner)).compile(), None)
+
+    plain = _chain(("a", _node("a")))
+    assert not runs_on_one_thread(plain.compile(store=InMemoryStore()), None)
+    assert not runs_on_one_thread(plain.compile(checkpointer=_OwnSaver()), THREAD)
+    assert not runs_on_one_thread(plain.compile(), {"callbacks": []})
+    private = {"configurable": {"__pregel_checkpointer": InMemorySaver()}}
+    assert not runs_on_one_thread(plain.compile(), private)
+    stepped = plain.compile()
+    stepped.step_timeout = 5
+    assert not runs_on_one_thread(stepped, None)
+
+
+def test_runs_beyond_the_slots_go_step_by_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    graph = _chain(("a", _node("a"))).compile()
+    monkeypatch.setattr(_one_thread, "_running", _one_thread.RUN_SLOTS)
+
+    assert not runs_on_one_thread(graph, None)
+
+
+async def test_a_run_inside_a_task_goes_step_by_step() -> None:
+    inner = _chain(("i", _node("i"))).compile()
+    seen: list[bool] = []
+
+    async def outer_node(state: LogState) -> dict[str, Any]:
+        seen.append(runs_on_one_thread(inner, None))
+        return await inner.ainvoke({"x": 0, "log": []})
+
+    await _chain(("outer", outer_node)).compile().ainvoke({"x": 0, "log": []})
+
+    assert seen == [False]
+
+
+# -- what the caller sees -------------------------------------------------------------
+
+
+async def test_every_step_runs_on_one_worker_thread() -> None:
+    threads: list[int] = []
+
+    def step(state: LogState) -> dict[str, Any]:
+        threads.append(threading.get_ident())
+        return {"x": state["x"] + 1}
+
+    def route(state: LogState) -> str:
+        threads.append(threading.get_ident())
+        return END if state["x"] >= 5 else "step"
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(LogState)
+    builder.add_node("step", step)
+    builder.add_edge(START, "step")
+    builder.add_conditional_edges("step", route)
+
+    result = await builder.compile(checkpointer=InMemorySaver()).ainvoke(
+        {"x": 0, "log": []}, THREAD
+    )
+
+    assert result["x"] == 5
+    # step by step, the routes ran on the event loop's thread, the nodes elsewhere
+    assert len(threads) == 10 and len(set(threads)) == 1
+    assert threads[0] != threading.get_ident()
+    assert _one_thread._running == 0
+
+
+async def test_a_sync_node_sent_with_a_timeout_is_timed_out_as_in_async_runs() -> None:
+    """A sync run refuses a timeout on a sync node; an ``ainvoke`` on one thread
+    stops waiting for it at the deadline, as a step-by-step one did."""
+
+    def slow(arg: dict[str, Any]) -> dict[str, Any]:
+        time.sleep(arg["delay"])
+        return {"log": [arg["delay"]]}
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(LogState)
+    builder.add_node("slow", slow)
+    builder.add_conditional_edges(
+        START, lambda s: [Send("slow", {"delay": 0.5}, timeout=0.05)], ["slow"]
+    )
+    graph = builder.compile()
+    assert runs_on_one_thread(graph, None)
+
+    started = time.monotonic()
+    with pytest.raises(NodeTimeoutError):
+        await graph.ainvoke({"x": 0, "log": []})
+    assert time.monotonic() - started < 0.4
+
+
+# -- cancelling -----------------------------------------------------------------------
+
+
+class _Gate:
+    """A node that blocks until released, and the nodes that ran."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.ran: list[str] = []
+
+    def node(self, label: str, *, blocks: bool = False) -> Any:
+        def node(state: LogState) -> dict[str, Any]:
+            self.ran.append(label)
+            if blocks:
+                self.started.set()
+                self.release.wait(10)
+            return {"log": [label]}
+
+        return node
+
+
+async def _settle(check: Any) -> None:
+    for _ in range(200):
+        if check():
+            return
+        await asyncio.sleep(0.01)
+
+
+async def test_a_cancelled_run_gives_its_lease_back_at_once_and_saves_nothing_more() -> (
+    None
+):
+    gate = _Gate()
+    builder = _chain(
+        ("a", gate.node("a")),
+        ("b", gate.node("b", blocks=True)),
+        ("c", gate.node("c")),
+    )
+    saver = InMemorySaver()
+    graph = builder.compile(checkpointer=saver)
+
+    run = asyncio.ensure_future(graph.ainvoke({"x": 0, "log": []}, THREAD))
+    await asyncio.to_thread(gate.started.wait, 10)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+
+    assert saver.get_lease("t", "") is None  # while "b" still runs
+    gate.release.set()
+    await _settle(lambda: _one_thread._running == 0)
+
+    assert _one_thread._running == 0
+    assert gate.ran == ["a", "b"]  # "c" never started
+    state = await graph.aget_state(THREAD)
+    assert state.next == ("b",)  # "b"'s writes were dropped
+    assert state.values["log"] == ["a"]
+    assert saver.get_lease("t", "") is None
+
+    gate.started.clear()
+    gate.release.set()
+    result = await graph.ainvoke(None, THREAD)
+    assert result["log"] == ["a", "b", "c"]
+
+
+async def test_a_cancelled_run_without_a_saver_starts_no_further_step() -> None:
+    gate = _Gate()
+    graph = _chain(("a", gate.node("a", blocks=True)), ("b", gate.node("b"))).compile()
+
+    run = asyncio.ensure_future(graph.ainvoke({"x": 0, "log": []}))
+    await asyncio.to_thread(gate.started.wait, 10)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    gate.release.set()
+    await _settle(lambda: _one_thread._running == 0)
+
+    assert _one_thread._running == 0
+    assert gate.ran == ["a"]
+
+
+async def test_a_run_cancelled_while_it_waits_for_the_thread_never_runs() -> None:
+    """``on_busy="wait"``: cancelled while another holder has the thread; once
+    that holder lets go, the cancelled run must not take the thread and run."""
+    gate = _Gate()
+    saver = InMemorySaver()
+    graph = _chain(("a", gate.node("a"))).compile(checkpointer=saver)
+    saver.acquire_lease("t", "", "someone else", 30)
+
+    run = asyncio.ensure_future(
+        graph.ainvoke({"x": 0, "log": []}, THREAD, on_busy="wait")
+    )
+    await _settle(lambda: _one_thread._running == 1)
+    assert _one_thread._running == 1
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    saver.release_lease("t", "", "someone else")
+    await _settle(lambda: _one_thread._running == 0)
+
+    assert _one_thread._running == 0
+    assert gate.ran == []
+    assert saver.get_lease("t", "") is None
+    assert (await graph.aget_state(THREAD)).values == {}
