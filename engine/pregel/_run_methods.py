@@ -355,7 +355,11 @@ class RunMethods(CompiledGraph):
         version: Literal["v1", "v2"] = "v1",
         **kwargs: Any,
     ) -> Any:
-        """Async twin of :meth:`invoke`."""
+        """Async twin of :meth:`invoke`.
+
+        A run whose code is all sync (and whose saver, if any, is the in-memory
+        one) is :meth:`invoke` on one worker thread: see ``_one_thread``.
+        """
         config = with_on_busy(config, on_busy)
         v2 = _is_v2(version)
         if stream_mode != "values":
