@@ -17,7 +17,7 @@ from engine.graph import END, START, StateGraph
 from engine.pregel import _one_thread
 from engine.pregel._one_thread import runs_on_one_thread
 from engine.store.memory import InMemoryStore
-from engine.types import Send
+from engine.types import Command, RetryPolicy, Send, interrupt
 from tests._support.graphs import LogState
 
 
@@ -263,3 +263,50 @@ async def test_a_run_cancelled_while_it_waits_for_the_thread_never_runs() -> Non
     assert gate.ran == []
     assert saver.get_lease("t", "") is None
     assert (await graph.aget_state(THREAD)).values == {}
+
+
+async def test_a_cancelled_run_makes_no_further_attempt() -> None:
+    """Cancelled while a retry policy waits between attempts: no second attempt."""
+    attempts: list[float] = []
+    failed = threading.Event()
+
+    def flaky(state: LogState) -> dict[str, Any]:
+        attempts.append(time.monotonic())
+        failed.set()
+        raise ConnectionError("down")
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(LogState)
+    builder.add_node(
+        "flaky", flaky, retry_policy=RetryPolicy(initial_interval=0.2, jitter=False)
+    )
+    builder.add_edge(START, "flaky")
+    graph = builder.compile()
+    assert runs_on_one_thread(graph, None)
+
+    run = asyncio.ensure_future(graph.ainvoke({"x": 0, "log": []}))
+    await asyncio.to_thread(failed.wait, 10)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    await _settle(lambda: _one_thread._running == 0)
+    await asyncio.sleep(0.3)  # past the retry's wait
+
+    assert _one_thread._running == 0
+    assert len(attempts) == 1
+
+
+async def test_pauses_and_resumes_as_step_by_step_runs_do() -> None:
+    def ask(state: LogState) -> dict[str, Any]:
+        return {"log": [interrupt("which?")]}
+
+    graph = _chain(("ask", ask), ("after", _node("after"))).compile(
+        checkpointer=InMemorySaver()
+    )
+    assert runs_on_one_thread(graph, THREAD)
+
+    paused = await graph.ainvoke({"x": 0, "log": []}, THREAD, version="v2")
+    assert paused.value == {"x": 0, "log": []}
+    assert [i.value for i in paused.interrupts] == ["which?"]
+
+    done = await graph.ainvoke(Command(resume="this"), THREAD)
+    assert done == {"x": 0, "log": ["this", "after"]}
