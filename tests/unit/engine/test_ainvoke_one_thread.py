@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from engine.checkpoint.memory import InMemorySaver
-from engine.errors import NodeTimeoutError
+from engine.errors import GraphDrained, NodeTimeoutError
 from engine.graph import END, START, StateGraph
 from engine.pregel import _one_thread
 from engine.pregel._one_thread import runs_on_one_thread
+from engine.runtime import RunControl
 from engine.store.memory import InMemoryStore
 from engine.types import Command, RetryPolicy, Send, interrupt
 from tests._support.graphs import LogState
@@ -310,3 +311,28 @@ async def test_pauses_and_resumes_as_step_by_step_runs_do() -> None:
 
     done = await graph.ainvoke(Command(resume="this"), THREAD)
     assert done == {"x": 0, "log": ["this", "after"]}
+
+
+async def test_a_drain_from_the_event_loop_stops_it_at_the_next_step() -> None:
+    """``RunControl`` crosses threads: drained from the caller's side while a
+    node runs, the run saves that step and raises ``GraphDrained``."""
+    gate = _Gate()
+    saver = InMemorySaver()
+    graph = _chain(("a", gate.node("a", blocks=True)), ("b", gate.node("b"))).compile(
+        checkpointer=saver
+    )
+    control = RunControl()
+
+    run = asyncio.ensure_future(
+        graph.ainvoke({"x": 0, "log": []}, THREAD, control=control)
+    )
+    await asyncio.to_thread(gate.started.wait, 10)
+    control.request_drain("deploy")
+    gate.release.set()
+    with pytest.raises(GraphDrained, match="deploy"):
+        await run
+
+    assert gate.ran == ["a"]
+    state = await graph.aget_state(THREAD)
+    assert state.next == ("b",) and state.values["log"] == ["a"]
+    assert saver.get_lease("t", "") is None
