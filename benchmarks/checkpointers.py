@@ -355,13 +355,28 @@ def interrupt_prep(kind: str) -> Callable[[Lib], Preparer]:
 
 
 @contextmanager
-def async_postgres(
-    lib: Lib, kind: str
-) -> Iterator[tuple[Any, asyncio.AbstractEventLoop]]:
-    """``lib``'s ``AsyncPostgresSaver`` on a fresh database (through the counting relay
-    for ``postgres counted``), open on an event loop of its own; yields both."""
-    if kind not in ("postgres", "postgres counted"):
-        raise Skip("async workloads run on Postgres only")
+def async_saver(lib: Lib, kind: str) -> Iterator[tuple[Any, asyncio.AbstractEventLoop]]:
+    """``lib``'s ``AsyncSqliteSaver`` on a fresh file, or its ``AsyncPostgresSaver`` on
+    a fresh database (through the counting relay for ``postgres counted``), open on an
+    event loop of its own; yields both."""
+    if kind == "sqlite":
+        cls = lib.get("checkpoint.sqlite.aio", "AsyncSqliteSaver")
+        loop = asyncio.new_event_loop()
+        try:
+            with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+                opened = AsyncExitStack()
+                path = str(Path(tmp) / f"{lib.name}.sqlite")
+                saver = loop.run_until_complete(
+                    opened.enter_async_context(cls.from_conn_string(path))
+                )
+                loop.run_until_complete(saver.setup())
+                try:
+                    yield saver, loop
+                finally:
+                    loop.run_until_complete(opened.aclose())
+        finally:
+            loop.close()
+        return
     cls = lib.get("checkpoint.postgres.aio", "AsyncPostgresSaver")
     loop = asyncio.new_event_loop()
     try:
@@ -390,13 +405,13 @@ def async_postgres(
 
 
 def ainterrupt_prep(kind: str) -> Callable[[Lib], Preparer]:
-    """``interrupt_prep`` through ``ainvoke`` and the library's ``AsyncPostgresSaver``
-    (what an asyncio server runs)."""
+    """``interrupt_prep`` through ``ainvoke`` and the library's async saver
+    (``AsyncSqliteSaver``, ``AsyncPostgresSaver``: what an asyncio server runs)."""
 
     def make(lib: Lib) -> Preparer:
         @contextmanager
         def prepare() -> Iterator[RunFn]:
-            with async_postgres(lib, kind) as (saver, loop):
+            with async_saver(lib, kind) as (saver, loop):
                 runner = Runner(lib, build_ask(lib), saver)
                 command = lib.Command
 
@@ -521,11 +536,12 @@ def workloads() -> list[Workload]:
         for name, make, per in shapes
     ] + [
         Workload(
-            f"postgres interrupt/resume x{INTERRUPTS}, ainvoke",
-            "postgres",
+            f"{kind} interrupt/resume x{INTERRUPTS}, ainvoke",
+            kind,
             ainterrupt_prep,
             (INTERRUPTS + 1, "invoke"),
         )
+        for kind in ("sqlite", "postgres")
     ]
 
 

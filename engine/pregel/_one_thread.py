@@ -9,8 +9,11 @@ When nothing in the run needs the event loop, the whole run is the sync
 - every node, route and error handler is a plain function (or a runnable with
   no ``ainvoke``), and no node is a graph;
 - the graph has no store, no cache, no step timeout, and no saver or exactly
-  :class:`~engine.checkpoint.memory.InMemorySaver` (its saves do no I/O and are
-  made inline, so nothing waits to be saved between steps);
+  :class:`~engine.checkpoint.memory.InMemorySaver` or
+  :class:`~engine.checkpoint.sqlite.aio.AsyncSqliteSaver` (whose sync methods
+  work from any thread: the run uses them, as ``invoke`` with a ``SqliteSaver``
+  would, and makes each save before its next step, so that nothing waits to be
+  saved when a cancel gives the lease back);
 - its config carries no callbacks, tracer or engine-private keys, and the run
   is not inside another run's task;
 - fewer than :data:`RUN_SLOTS` such runs are on their threads (each holds one
@@ -23,11 +26,11 @@ context, as each sync node did. A node's (or a ``Send``'s) timeout is kept as
 in an async run: the thread waits for the node on an event loop of its own and
 stops waiting at the deadline. Cancelling ``ainvoke`` raises ``CancelledError``
 at once, as before: :class:`CancelFlag` gives the run's thread lease back from
-the cancelling side, and the thread starts no further step, task or attempt and
-saves nothing more (a node's writes are dropped when it returns; a save already
-under way when the lease went back is refused by the lease's fence). The node
-running when the run was cancelled runs to its end on its thread, as a sync
-node under ``ainvoke`` always did.
+the cancelling side (after a save under way: :class:`GuardedPersistence`), and
+the thread starts no further step, task or attempt and saves nothing more (a
+node's writes are dropped when it returns); every step finished before the
+cancel is saved. The node running when the run was cancelled runs to its end on
+its thread, as a sync node under ``ainvoke`` always did.
 """
 
 from __future__ import annotations
@@ -40,18 +43,31 @@ from typing import TYPE_CHECKING, Any
 
 from engine._internal._in_thread import in_thread
 from engine._internal._scope import current_scope
+from engine.checkpoint.base import BaseCheckpointSaver
 from engine.checkpoint.memory import InMemorySaver
-from engine.pregel._persist import background_pool
+from engine.checkpoint.sqlite.aio import AsyncSqliteSaver
+from engine.pregel._persist import SyncPersistence, background_pool, saves_inline
 
 if TYPE_CHECKING:
     from engine.pregel._lease import ThreadHold
+    from engine.pregel._loop import PregelLoop
     from engine.pregel._read import PregelNode
     from engine.pregel.main import Pregel
 
-__all__ = ("RUN_SLOTS", "CancelFlag", "ainvoke_on_one_thread", "runs_on_one_thread")
+__all__ = (
+    "RUN_SLOTS",
+    "CancelFlag",
+    "GuardedPersistence",
+    "ainvoke_on_one_thread",
+    "on_one_thread",
+    "runs_on_one_thread",
+)
 
 RUN_SLOTS = 32
 """Runs on their own worker thread at once, at most (half the shared pool)."""
+
+_SAVERS = frozenset({InMemorySaver, AsyncSqliteSaver})
+"""The saver classes (exactly: a subclass may do other I/O) a run may have."""
 
 _PLAIN_CONFIG_KEYS = frozenset(
     {
@@ -76,12 +92,14 @@ class CancelFlag:
     run's loop checks it before each step, task and attempt, and after each
     node call (``loop.cancel_flag``)."""
 
-    __slots__ = ("_hold", "_lock", "cancelled")
+    __slots__ = ("_hold", "cancelled", "lock")
 
     def __init__(self) -> None:
         self.cancelled = False
         self._hold: ThreadHold | None = None
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
+        """Held by the run around each save (:class:`GuardedPersistence`) and
+        by the cancel: a save is made whole before a cancel or not at all."""
 
     def check(self) -> None:
         """Raise ``CancelledError`` once the run was cancelled."""
@@ -91,20 +109,21 @@ class CancelFlag:
     def held(self, hold: ThreadHold) -> None:
         """The run took its thread lease (``_lease``): a cancel gives it back;
         after one (the run waited for the thread), it goes back at once."""
-        with self._lock:
+        with self.lock:
             if not self.cancelled:
                 self._hold = hold
                 return
         hold.give_back()
         self.check()
 
-    def cancel(self) -> None:
-        """From the cancelled caller: stop the run, give its lease back now."""
-        with self._lock:
+    def cancel(self) -> ThreadHold | None:
+        """From the cancelled caller: stop the run (once a save under way is
+        made); the lease it holds, which the caller gives back
+        (``ThreadHold.give_back``)."""
+        with self.lock:
             self.cancelled = True
             hold, self._hold = self._hold, None
-        if hold is not None:
-            hold.give_back()
+        return hold
 
 
 def runs_on_one_thread(graph: Pregel, config: Mapping[str, Any] | None) -> bool:
@@ -119,7 +138,7 @@ def runs_on_one_thread(graph: Pregel, config: Mapping[str, Any] | None) -> bool:
     ):
         return False
     saver = graph.checkpointer
-    if saver is not None and saver is not False and type(saver) is not InMemorySaver:
+    if saver is not None and saver is not False and type(saver) not in _SAVERS:
         return False
     if not (_plain_config(config) and _plain_config(graph.config)):
         return False
@@ -159,9 +178,42 @@ def _sync_code_only(node: PregelNode) -> bool:
     return True
 
 
-async def ainvoke_on_one_thread(invoke: Callable[[CancelFlag], Any]) -> Any:
-    """``invoke(flag)`` (a sync run) on a worker thread, in a copy of this
-    context; cancelling the awaiting task cancels the run through the flag."""
+class GuardedPersistence(SyncPersistence):
+    """The saves of an ``ainvoke`` on one thread: each made at once, in the
+    run's thread (none waits in a queue when a cancel gives the lease back from
+    another thread), under the flag's lock and only while the run is not
+    cancelled (a save is made whole before a cancel or not at all: never
+    refused halfway by the lease's fence)."""
+
+    __slots__ = ("flag",)
+
+    def __init__(self, saver: BaseCheckpointSaver, flag: CancelFlag) -> None:
+        super().__init__(saver, background=False)
+        self.flag = flag
+
+    def put_writes(self, *args: Any, **kwargs: Any) -> None:
+        with self.flag.lock:
+            self.flag.check()
+            super().put_writes(*args, **kwargs)
+
+    def put_step(self, *args: Any, **kwargs: Any) -> None:
+        with self.flag.lock:
+            self.flag.check()
+            super().put_step(*args, **kwargs)
+
+
+def on_one_thread(loop: PregelLoop, flag: CancelFlag) -> None:
+    """Make ``loop`` (a sync run's, on the worker thread, before it starts) the
+    run of ``flag``: it stops when the flag says, its saves guarded by it."""
+    loop.cancel_flag = flag
+    if isinstance(loop.persistence, SyncPersistence):
+        loop.persistence = GuardedPersistence(loop.persistence.saver, flag)
+
+
+async def ainvoke_on_one_thread(invoke: Callable[[CancelFlag], Any], saver: Any) -> Any:
+    """``invoke(flag)`` (a sync run of a graph whose checkpointer is ``saver``)
+    on a worker thread, in a copy of this context; cancelling the awaiting task
+    cancels the run through the flag."""
     flag = CancelFlag()
 
     def run() -> Any:
@@ -178,5 +230,14 @@ async def ainvoke_on_one_thread(invoke: Callable[[CancelFlag], Any]) -> Any:
     try:
         return await done
     except asyncio.CancelledError:
-        flag.cancel()
+        if not saver or saves_inline(saver):  # no I/O: at once
+            _give_back(flag)
+        else:  # not on the event loop: a save under way may take a while
+            await asyncio.shield(asyncio.to_thread(_give_back, flag))
         raise
+
+
+def _give_back(flag: CancelFlag) -> None:
+    hold = flag.cancel()
+    if hold is not None:
+        hold.give_back()

@@ -31,6 +31,7 @@ from engine.pregel._loop import PregelLoop, StreamChunk
 from engine.pregel._one_thread import (
     CancelFlag,
     ainvoke_on_one_thread,
+    on_one_thread,
     runs_on_one_thread,
 )
 from engine.pregel._persist import delay_quick_saves
@@ -257,7 +258,8 @@ class RunMethods(CompiledGraph):
             options,
             is_async=False,
         )
-        loop.cancel_flag = cancel_flag
+        if cancel_flag is not None:
+            on_one_thread(loop, cancel_flag)
         output_keys = options["output_keys"]
         if values is not None:
             last = _last_values(loop, drive(self._as_pregel, loop, values, False))
@@ -383,7 +385,8 @@ class RunMethods(CompiledGraph):
         )
         if runs_on_one_thread(self._as_pregel, config):
             return await ainvoke_on_one_thread(
-                functools.partial(self._invoke_values, input, config, options, v2)
+                functools.partial(self._invoke_values, input, config, options, v2),
+                self._as_pregel.checkpointer,
             )
         queued: asyncio.Queue[Any] | None = (
             asyncio.Queue() if self._as_pregel._output_via_values else None

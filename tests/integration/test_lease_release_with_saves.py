@@ -182,10 +182,15 @@ async def test_async_runs_give_their_lease_back_with_their_saves(
         released.append(release)
         return await original(self, steps, release=release)
 
+    async def bump(state: S) -> dict[str, Any]:
+        # async: a graph of sync nodes would run on one thread, through the
+        # saver's sync methods (``engine.pregel._one_thread``)
+        return {"n": state["n"] + 1}
+
     monkeypatch.setattr(AsyncSqliteSaver, "aput_steps", recording)
     async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "a.db")) as saver:
         builder = StateGraph(S)
-        builder.add_node("bump", lambda state: {"n": state["n"] + 1})
+        builder.add_node("bump", bump)
         builder.add_edge(START, "bump")
         builder.add_edge("bump", END)
         graph = builder.compile(checkpointer=saver)

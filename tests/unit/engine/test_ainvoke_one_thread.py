@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
+from engine.checkpoint import memory as memory_saver
 from engine.checkpoint.memory import InMemorySaver
+from engine.checkpoint.sqlite.aio import AsyncSqliteSaver
 from engine.errors import GraphDrained, NodeTimeoutError
 from engine.graph import END, START, StateGraph
 from engine.pregel import _one_thread
@@ -171,11 +173,12 @@ class _Gate:
         self.started = threading.Event()
         self.release = threading.Event()
         self.ran: list[str] = []
+        self.blocking = True
 
     def node(self, label: str, *, blocks: bool = False) -> Any:
         def node(state: LogState) -> dict[str, Any]:
             self.ran.append(label)
-            if blocks:
+            if blocks and self.blocking:
                 self.started.set()
                 self.release.wait(10)
             return {"log": [label]}
@@ -336,3 +339,103 @@ async def test_a_drain_from_the_event_loop_stops_it_at_the_next_step() -> None:
     state = await graph.aget_state(THREAD)
     assert state.next == ("b",) and state.values["log"] == ["a"]
     assert saver.get_lease("t", "") is None
+
+
+# -- with AsyncSqliteSaver ------------------------------------------------------------
+
+
+class _OwnSqliteSaver(AsyncSqliteSaver):
+    """A subclass may do other I/O: it gets the step-by-step run."""
+
+
+async def test_async_sqlite_runs_on_one_thread_through_its_sync_methods() -> None:
+    threads: list[int] = []
+
+    def step(state: LogState) -> dict[str, Any]:
+        threads.append(threading.get_ident())
+        return {"x": state["x"] + 1, "log": [state["x"]]}
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(LogState)
+    builder.add_node("step", step)
+    builder.add_edge(START, "step")
+    builder.add_conditional_edges("step", lambda s: END if s["x"] >= 3 else "step")
+
+    async with AsyncSqliteSaver.from_conn_string(":memory:") as saver:
+        assert not runs_on_one_thread(
+            builder.compile(checkpointer=_OwnSqliteSaver(saver.conn)), THREAD
+        )
+        graph = builder.compile(checkpointer=saver)
+        assert runs_on_one_thread(graph, THREAD)
+
+        result = await graph.ainvoke({"x": 0, "log": []}, THREAD)
+        history = [s async for s in graph.aget_state_history(THREAD)]
+
+    assert result == {"x": 3, "log": [0, 1, 2]}
+    assert len(set(threads)) == 1 and threads[0] != threading.get_ident()
+    assert [s.metadata["step"] for s in history] == [3, 2, 1, 0, -1]
+
+
+async def test_a_cancelled_async_sqlite_run_keeps_its_saved_steps_and_gives_the_lease_back() -> (
+    None
+):
+    """Each step is saved before the next (nothing waits to be saved), so a cancel
+    that gives the lease back at once loses no finished step. (An ``invoke``'s
+    saves of steps whose nodes are known to be quick wait for the run's end: a
+    first run makes every node known quick here.)"""
+    gate = _Gate()
+    builder = _chain(
+        ("a", gate.node("a")),
+        ("b", gate.node("b")),
+        ("c", gate.node("c", blocks=True)),
+        ("d", gate.node("d")),
+    )
+    async with AsyncSqliteSaver.from_conn_string(":memory:") as saver:
+        graph = builder.compile(checkpointer=saver)
+        gate.blocking = False
+        await graph.ainvoke({"x": 0, "log": []}, {"configurable": {"thread_id": "w"}})
+        gate.blocking, gate.ran = True, []
+
+        run = asyncio.ensure_future(graph.ainvoke({"x": 0, "log": []}, THREAD))
+        await asyncio.to_thread(gate.started.wait, 10)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+
+        assert await saver.aget_lease("t", "") is None  # while "c" still runs
+        gate.release.set()
+        await _settle(lambda: _one_thread._running == 0)
+
+        assert _one_thread._running == 0
+        assert gate.ran == ["a", "b", "c"]
+        state = await graph.aget_state(THREAD)
+        assert state.next == ("c",)
+        assert state.values["log"] == ["a", "b"]
+
+        gate.started.clear()
+        result = await graph.ainvoke(None, THREAD)
+        assert result["log"] == ["a", "b", "c", "d"]
+
+
+def test_after_a_cancel_the_runs_saves_are_skipped_not_refused_halfway() -> None:
+    """The run's saves and the cancel share the flag's lock: a save starts only
+    while the run is not cancelled, and the cancel waits for one under way."""
+    saver = InMemorySaver()
+    flag = _one_thread.CancelFlag()
+    persistence = _one_thread.GuardedPersistence(saver, flag)
+    config = {
+        "configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c"}
+    }
+
+    persistence.put_writes(config, [("log", ["kept"])], "task-1", "")
+    with flag.lock:  # a save under way: the cancel waits for it
+        cancelling = threading.Thread(target=flag.cancel)
+        cancelling.start()
+        cancelling.join(0.05)
+        assert cancelling.is_alive() and not flag.cancelled
+    cancelling.join(5)
+    assert flag.cancelled
+    with pytest.raises(asyncio.CancelledError):
+        persistence.put_writes(config, [("log", ["dropped"])], "task-2", "")
+
+    bucket = saver.writes[("t", "", "c")]
+    assert {task for (task, _), _ in memory_saver._entries(bucket)} == {"task-1"}
