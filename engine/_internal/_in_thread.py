@@ -27,27 +27,46 @@ import concurrent.futures
 from collections.abc import Callable
 from concurrent.futures import Executor
 from contextlib import suppress
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ("in_thread",)
+__all__ = ("Submits", "in_thread")
+
+
+class Submits(Protocol):
+    """What :func:`in_thread` hands work to: an ``Executor``, or anything with
+    its ``submit`` (whose return value is not used)."""
+
+    def submit(self, fn: Callable[[], None], /) -> object: ...
 
 
 def in_thread(
-    executor: Executor, func: Callable[..., Any], *args: Any
+    executor: Executor | Submits,
+    func: Callable[..., Any],
+    *args: Any,
+    finished: Callable[[], None] | None = None,
 ) -> asyncio.Future[Any]:
     """``func(*args)`` submitted to ``executor``; a future of the running loop
-    that completes with its result or exception (see the module)."""
+    that completes with its result or exception (see the module).
+    ``finished``, when given, is called on the worker once ``func`` is done
+    (or skipped), before the outcome is handed over: the worker is then as good
+    as idle (``_one_thread``'s threads count it so)."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[Any] = loop.create_future()
 
     def work() -> None:
         if done.cancelled():  # the awaiting task gave up before it started
+            if finished is not None:
+                finished()
             return
         try:
             result = func(*args)
         except BaseException as exc:  # handed over whole, KeyboardInterrupt too
+            if finished is not None:
+                finished()
             _hand_over(loop, _fail, done, exc)
         else:
+            if finished is not None:
+                finished()
             _hand_over(loop, _succeed, done, result)
 
     executor.submit(work)

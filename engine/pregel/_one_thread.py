@@ -12,14 +12,13 @@ When nothing in the run needs the event loop, the whole run is the sync
   :class:`~engine.checkpoint.memory.InMemorySaver` or
   :class:`~engine.checkpoint.sqlite.aio.AsyncSqliteSaver` (whose sync methods
   work from any thread: the run uses them, as ``invoke`` with a ``SqliteSaver``
-  would, and makes each save before its next step, so that nothing waits to be
-  saved when a cancel gives the lease back);
+  would, its saves all made in its thread: :class:`GuardedPersistence`);
 - its config carries no callbacks, tracer or engine-private keys, and the run
   is not inside another run's task;
 - fewer than :data:`RUN_SLOTS` such runs are on their threads (each holds one
-  for its whole run; more go step by step). The tasks of a parallel step run on
-  the shared pool (:func:`~engine.pregel._persist.background_pool`), which is
-  twice that size.
+  for its whole run, from threads of their own: :class:`_RunThreads`; more go
+  step by step). The tasks of a parallel step run on the shared pool
+  (:func:`~engine.pregel._persist.background_pool`), as in any sync run.
 
 What the caller sees does not change. The thread runs in a copy of the caller's
 context, as each sync node did. A node's (or a ``Send``'s) timeout is kept as
@@ -37,6 +36,9 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
+import os
+import queue
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -46,7 +48,13 @@ from engine._internal._scope import current_scope
 from engine.checkpoint.base import BaseCheckpointSaver
 from engine.checkpoint.memory import InMemorySaver
 from engine.checkpoint.sqlite.aio import AsyncSqliteSaver
-from engine.pregel._persist import SyncPersistence, background_pool, saves_inline
+from engine.pregel._persist import (
+    LeaseKey,
+    SyncPersistence,
+    _report,
+    releases_with_saves,
+    saves_inline,
+)
 
 if TYPE_CHECKING:
     from engine.pregel._lease import ThreadHold
@@ -62,6 +70,8 @@ __all__ = (
     "on_one_thread",
     "runs_on_one_thread",
 )
+
+log = logging.getLogger(__name__)
 
 RUN_SLOTS = 32
 """Runs on their own worker thread at once, at most (half the shared pool)."""
@@ -92,11 +102,13 @@ class CancelFlag:
     run's loop checks it before each step, task and attempt, and after each
     node call (``loop.cancel_flag``)."""
 
-    __slots__ = ("_hold", "cancelled", "lock")
+    __slots__ = ("_hold", "cancelled", "lock", "persistence")
 
     def __init__(self) -> None:
         self.cancelled = False
         self._hold: ThreadHold | None = None
+        self.persistence: GuardedPersistence | None = None
+        """The run's saves, once it has a saver (:func:`on_one_thread`)."""
         self.lock = threading.Lock()
         """Held by the run around each save (:class:`GuardedPersistence`) and
         by the cancel: a save is made whole before a cancel or not at all."""
@@ -117,12 +129,14 @@ class CancelFlag:
         self.check()
 
     def cancel(self) -> ThreadHold | None:
-        """From the cancelled caller: stop the run (once a save under way is
-        made); the lease it holds, which the caller gives back
-        (``ThreadHold.give_back``)."""
+        """From the cancelled caller: stop the run, once a save under way is
+        made and the saves still waiting are (``GuardedPersistence``); the lease
+        it holds, which the caller gives back (``ThreadHold.give_back``)."""
         with self.lock:
             self.cancelled = True
             hold, self._hold = self._hold, None
+            if self.persistence is not None:
+                self.persistence.save_before_cancel(hold)
         return hold
 
 
@@ -179,17 +193,29 @@ def _sync_code_only(node: PregelNode) -> bool:
 
 
 class GuardedPersistence(SyncPersistence):
-    """The saves of an ``ainvoke`` on one thread: each made at once, in the
-    run's thread (none waits in a queue when a cancel gives the lease back from
-    another thread), under the flag's lock and only while the run is not
-    cancelled (a save is made whole before a cancel or not at all: never
-    refused halfway by the lease's fence)."""
+    """The saves of an ``ainvoke`` on one thread, under its cancel flag's lock.
+
+    As ``invoke``'s, the saves of quick steps wait (``lane_delay``) and go in one
+    batch, with the lease's release at the run's end; but they are made in the
+    run's thread, never on a lane of their own: whatever makes or queues a save
+    holds the flag's lock and first checks the flag. A cancel, under the same
+    lock, makes the saves still waiting, with the lease's release, before it
+    marks the run cancelled: a save is made whole before a cancel or not at
+    all (never refused halfway by the lease's fence), and every step finished
+    before the cancel is kept.
+    """
 
     __slots__ = ("flag",)
 
     def __init__(self, saver: BaseCheckpointSaver, flag: CancelFlag) -> None:
-        super().__init__(saver, background=False)
+        super().__init__(saver, background=True)
         self.flag = flag
+
+    def _start_lane(self) -> None:
+        """The waiting saves, made now in this thread (the lock is held)."""
+        batch = self._steal()
+        if batch:
+            _report(batch, self._save(batch, None))
 
     def put_writes(self, *args: Any, **kwargs: Any) -> None:
         with self.flag.lock:
@@ -201,13 +227,47 @@ class GuardedPersistence(SyncPersistence):
             self.flag.check()
             super().put_step(*args, **kwargs)
 
+    def step_begins(self, *args: Any, **kwargs: Any) -> None:
+        with self.flag.lock:
+            self.flag.check()
+            super().step_begins(*args, **kwargs)
+
+    def flush(self) -> None:
+        with self.flag.lock:
+            self.flag.check()
+            super().flush()
+
+    def release_with_saves(self, lease: LeaseKey) -> None:
+        with self.flag.lock:
+            self.flag.check()
+            super().release_with_saves(lease)
+
+    def save_before_cancel(self, hold: ThreadHold | None) -> None:
+        """The saves still waiting, with ``hold``'s release when the saver can
+        (the flag's lock is held by the cancel); a failure is logged, the lease
+        then goes back on its own (``ThreadHold.give_back``)."""
+        with self._cond:
+            batch = self._steal()
+        if not batch:
+            return
+        release = None
+        if hold is not None and releases_with_saves(self.saver):
+            release = (hold.thread_id, hold.checkpoint_ns, hold.holder)
+        try:
+            _report(batch, self._save(batch, release))
+        except Exception:
+            log.exception("a cancelled run's last saves failed")
+
 
 def on_one_thread(loop: PregelLoop, flag: CancelFlag) -> None:
     """Make ``loop`` (a sync run's, on the worker thread, before it starts) the
     run of ``flag``: it stops when the flag says, its saves guarded by it."""
     loop.cancel_flag = flag
-    if isinstance(loop.persistence, SyncPersistence):
-        loop.persistence = GuardedPersistence(loop.persistence.saver, flag)
+    made = loop.persistence
+    if isinstance(made, SyncPersistence):
+        guarded = GuardedPersistence(made.saver, flag)
+        guarded.lane_delay = made.lane_delay
+        loop.persistence = flag.persistence = guarded
 
 
 async def ainvoke_on_one_thread(invoke: Callable[[CancelFlag], Any], saver: Any) -> Any:
@@ -223,10 +283,14 @@ async def ainvoke_on_one_thread(invoke: Callable[[CancelFlag], Any], saver: Any)
         try:
             return invoke(flag)
         finally:
+            flag.persistence = None  # (which refers to the flag: no cycle left)
             with _running_lock:
                 _running -= 1
 
-    done = in_thread(background_pool(), contextvars.copy_context().run, run)
+    threads = _THREADS
+    done = in_thread(
+        threads, contextvars.copy_context().run, run, finished=threads.finished
+    )
     try:
         return await done
     except asyncio.CancelledError:
@@ -235,6 +299,49 @@ async def ainvoke_on_one_thread(invoke: Callable[[CancelFlag], Any], saver: Any)
         else:  # not on the event loop: a save under way may take a while
             await asyncio.shield(asyncio.to_thread(_give_back, flag))
         raise
+
+
+class _RunThreads:
+    """The threads runs on one thread run on: as many as ran at once, kept.
+
+    The shared pool would do, but for one thing: its worker hands a run's
+    result over before it is idle again, so the caller's next run, started at
+    once, finds no idle worker and the pool starts another thread (back-to-back
+    runs grew it by ~30 threads in 200). Here a run's thread counts itself idle
+    before it hands the result over, and the next run waits for it instead."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def submit(self, job: Callable[[], None], /) -> None:
+        self._jobs.put(job)
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+                return
+        threading.Thread(target=self._serve, name="engine-run", daemon=True).start()
+
+    def finished(self) -> None:
+        """A run's thread is done with its run (it takes the next job now)."""
+        with self._lock:
+            self._idle += 1
+
+    def _serve(self) -> None:
+        while True:
+            self._jobs.get()()
+
+
+_THREADS = _RunThreads()
+
+
+def _new_threads() -> None:
+    global _THREADS
+    _THREADS = _RunThreads()
+
+
+os.register_at_fork(after_in_child=_new_threads)
 
 
 def _give_back(flag: CancelFlag) -> None:

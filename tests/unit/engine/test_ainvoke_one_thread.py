@@ -439,3 +439,19 @@ def test_after_a_cancel_the_runs_saves_are_skipped_not_refused_halfway() -> None
 
     bucket = saver.writes[("t", "", "c")]
     assert {task for (task, _), _ in memory_saver._entries(bucket)} == {"task-1"}
+
+
+async def test_back_to_back_runs_reuse_their_thread() -> None:
+    """A run's thread counts itself idle before it hands the result over, so the
+    caller's next run finds it (the shared pool started a new thread for most)."""
+    graph = _chain(("a", _node("a"))).compile()
+
+    def run_threads() -> int:
+        return sum(t.name == "engine-run" for t in threading.enumerate())
+
+    await graph.ainvoke({"x": 0, "log": []})
+    before = run_threads()
+    for _ in range(50):
+        await graph.ainvoke({"x": 0, "log": []})
+
+    assert run_threads() - before <= 1
