@@ -74,7 +74,7 @@ __all__ = (
 log = logging.getLogger(__name__)
 
 RUN_SLOTS = 32
-"""Runs on their own worker thread at once, at most (half the shared pool)."""
+"""Runs on threads of their own at once, at most (more go step by step)."""
 
 _SAVERS = frozenset({InMemorySaver, AsyncSqliteSaver})
 """The saver classes (exactly: a subclass may do other I/O) a run may have."""
@@ -199,10 +199,10 @@ class GuardedPersistence(SyncPersistence):
     batch, with the lease's release at the run's end; but they are made in the
     run's thread, never on a lane of their own: whatever makes or queues a save
     holds the flag's lock and first checks the flag. A cancel, under the same
-    lock, makes the saves still waiting, with the lease's release, before it
-    marks the run cancelled: a save is made whole before a cancel or not at
-    all (never refused halfway by the lease's fence), and every step finished
-    before the cancel is kept.
+    lock, marks the run cancelled and makes the saves still waiting, with the
+    lease's release: a save is made whole before a cancel or not at all (never
+    refused halfway by the lease's fence), and every step finished before the
+    cancel is kept.
     """
 
     __slots__ = ("flag",)
