@@ -58,16 +58,14 @@ def in_thread(
             if finished is not None:
                 finished()
             return
+        complete: Callable[[asyncio.Future[Any], Any], None]
         try:
-            result = func(*args)
+            outcome, complete = func(*args), _succeed
         except BaseException as exc:  # handed over whole, KeyboardInterrupt too
-            if finished is not None:
-                finished()
-            _hand_over(loop, _fail, done, exc)
-        else:
-            if finished is not None:
-                finished()
-            _hand_over(loop, _succeed, done, result)
+            outcome, complete = exc, _fail
+        if finished is not None:
+            finished()
+        _hand_over(loop, complete, done, outcome)
 
     executor.submit(work)
     return done

@@ -207,9 +207,13 @@ class ThreadHold:
         are refused, and its own release at its end finds nothing to do."""
         self.lost = True
         _RENEWER.remove(self)
+        self.release()
+
+    def release(self) -> None:
+        """Give the lease back (a failure is logged: the lease expires on its own)."""
         try:
             self.saver.release_lease(self.thread_id, self.checkpoint_ns, self.holder)
-        except Exception:  # it expires on its own
+        except Exception:
             log.warning("could not release the lease on thread %r", self.thread_id)
 
     def attach(self, loop: PregelLoop) -> None:
@@ -401,11 +405,8 @@ def hold_thread(loop: PregelLoop) -> Iterator[ThreadHold | None]:
     finally:
         loop.preloaded = None
         _RENEWER.remove(hold)
-        try:
-            if not _released_with_saves(loop):
-                saver.release_lease(hold.thread_id, hold.checkpoint_ns, hold.holder)
-        except Exception:  # it expires on its own
-            log.warning("could not release the lease on thread %r", hold.thread_id)
+        if not _released_with_saves(loop):
+            hold.release()
 
 
 @asynccontextmanager
@@ -516,10 +517,7 @@ def hold_for_update(
     try:
         yield fence
     finally:
-        try:
-            saver.release_lease(hold.thread_id, hold.checkpoint_ns, hold.holder)
-        except Exception:  # it expires on its own
-            log.warning("could not release the lease on thread %r", hold.thread_id)
+        hold.release()
 
 
 @asynccontextmanager

@@ -52,7 +52,6 @@ from engine.pregel._persist import (
     LeaseKey,
     SyncPersistence,
     _report,
-    releases_with_saves,
     saves_inline,
 )
 
@@ -244,17 +243,15 @@ class GuardedPersistence(SyncPersistence):
 
     def save_before_cancel(self, hold: ThreadHold | None) -> None:
         """The saves still waiting, with ``hold``'s release when the saver can
-        (the flag's lock is held by the cancel); a failure is logged, the lease
-        then goes back on its own (``ThreadHold.give_back``)."""
-        with self._cond:
-            batch = self._steal()
-        if not batch:
-            return
-        release = None
-        if hold is not None and releases_with_saves(self.saver):
-            release = (hold.thread_id, hold.checkpoint_ns, hold.holder)
+        (the flag's lock is held by the cancel: the unguarded methods); a
+        failure is logged, the lease then goes back on its own
+        (``ThreadHold.give_back``)."""
         try:
-            _report(batch, self._save(batch, release))
+            if hold is not None:
+                super().release_with_saves(
+                    (hold.thread_id, hold.checkpoint_ns, hold.holder)
+                )
+            super().flush()
         except Exception:
             log.exception("a cancelled run's last saves failed")
 

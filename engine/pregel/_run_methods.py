@@ -360,7 +360,8 @@ class RunMethods(CompiledGraph):
         """Async twin of :meth:`invoke`.
 
         A run whose code is all sync (and whose saver, if any, is the in-memory
-        one) is :meth:`invoke` on one worker thread: see ``_one_thread``.
+        one or ``AsyncSqliteSaver``) is :meth:`invoke` on one worker thread: see
+        ``_one_thread``.
         """
         config = with_on_busy(config, on_busy)
         v2 = _is_v2(version)

@@ -21,6 +21,7 @@ from engine.checkpoint.memory import InMemorySaver
 from engine.config import get_config, get_stream_writer
 from engine.func import entrypoint, task
 from engine.graph import START, StateGraph
+from engine.pregel import _one_thread
 from tests._support.graphs import LogState
 
 REQUEST = contextvars.ContextVar("REQUEST", default="unset")
@@ -123,9 +124,8 @@ async def test_functional_api_sync_tasks_see_the_callers_context_under_ainvoke()
     assert await flow.ainvoke(["x", "y"], CONFIG) == ["x:ada:req-1", "y:ada:req-1"]
 
 
-async def test_what_a_lone_sync_node_sets_stays_in_its_thread_under_ainvoke() -> None:
-    """A step of one sync node awaits its worker thread directly (no task of its
-    own): what the node sets in its context still ends with it."""
+def sets_then_reads() -> Any:
+    """Node ``a`` sets ``REQUEST`` (and logs it), then ``b`` logs what it sees."""
 
     def sets(state: LogState) -> dict[str, Any]:
         REQUEST.set("set by a")
@@ -139,8 +139,20 @@ async def test_what_a_lone_sync_node_sets_stays_in_its_thread_under_ainvoke() ->
     builder.add_node("b", reads)
     builder.add_edge(START, "a")
     builder.add_edge("a", "b")
+    return builder.compile()
 
-    result = await builder.compile().ainvoke({"x": 0, "log": []})
+
+@pytest.mark.parametrize("one_thread", [True, False], ids=["one thread", "by step"])
+async def test_what_a_lone_sync_node_sets_stays_in_its_thread_under_ainvoke(
+    one_thread: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether the whole run goes to one worker thread (``_one_thread``) or a
+    step of one sync node awaits its worker thread directly (no task of its
+    own): what the node sets in its context still ends with it."""
+    if not one_thread:
+        monkeypatch.setattr(_one_thread, "RUN_SLOTS", 0)
+
+    result = await sets_then_reads().ainvoke({"x": 0, "log": []})
 
     assert result["log"] == ["set by a", "req-1"]
     assert REQUEST.get() == "req-1"
@@ -150,21 +162,7 @@ def test_what_a_lone_sync_node_sets_stays_in_its_call_under_invoke() -> None:
     """A lone task of a sync run runs inline, but in a copy of the context, as
     LangGraph's nodes do: the next node and the caller do not see what it set
     (they did before: the node ran in the caller's own context)."""
-
-    def sets(state: LogState) -> dict[str, Any]:
-        REQUEST.set("set by a")
-        return {"log": [REQUEST.get()]}
-
-    def reads(state: LogState) -> dict[str, Any]:
-        return {"log": [REQUEST.get()]}
-
-    builder: StateGraph[Any, Any, Any, Any] = StateGraph(LogState)
-    builder.add_node("a", sets)
-    builder.add_node("b", reads)
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "b")
-
-    result = builder.compile().invoke({"x": 0, "log": []})
+    result = sets_then_reads().invoke({"x": 0, "log": []})
 
     assert result["log"] == ["set by a", "req-1"]
     assert REQUEST.get() == "req-1"
