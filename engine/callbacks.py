@@ -13,7 +13,10 @@ langchain-core is optional. When it is installed, :class:`GraphCallbackHandler`
 is a LangChain ``BaseCallbackHandler`` (so one handler may also receive
 LangChain's callbacks) and ``config["callbacks"]`` may be a LangChain callback
 manager; without it, the handler is a plain class and callbacks are a handler or
-a sequence of them. Either way only ``GraphCallbackHandler`` instances receive
+a sequence of them. The class is made the first time it is asked for
+(``engine.callbacks.GraphCallbackHandler``), so importing the engine does not
+import langchain-core (~0.13 s, with pydantic): until then no handler exists, and
+the runs look for none. Either way only ``GraphCallbackHandler`` instances receive
 lifecycle events, and handlers are called as LangChain calls them: a failing
 handler is logged and skipped unless its ``raise_error`` is true; a coroutine
 method is awaited; the async dispatcher runs sync handlers in a worker thread
@@ -27,6 +30,7 @@ import concurrent.futures
 import contextvars
 import functools
 import logging
+import threading
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -34,14 +38,6 @@ from uuid import UUID
 
 from engine._internal._typing import RunnableConfig
 from engine.types import Interrupt
-
-if TYPE_CHECKING:
-    _HandlerBase = object
-else:
-    try:
-        from langchain_core.callbacks import BaseCallbackHandler as _HandlerBase
-    except ImportError:  # langchain-core is optional
-        _HandlerBase = object
 
 __all__ = (
     "GraphCallbackHandler",
@@ -51,6 +47,7 @@ __all__ = (
     "GraphResumeEvent",
     "get_async_graph_callback_manager_for_config",
     "get_sync_graph_callback_manager_for_config",
+    "is_graph_handler",
 )
 
 logger = logging.getLogger(__name__)
@@ -101,7 +98,7 @@ GraphLifecycleEvent = GraphInterruptEvent | GraphResumeEvent
 """Any graph lifecycle event."""
 
 
-class GraphCallbackHandler(_HandlerBase):
+class _GraphHandlerMethods:
     """Receives graph lifecycle events; override the methods you need (sync or async).
 
     Attributes ``raise_error`` (re-raise a handler's exception instead of
@@ -120,11 +117,59 @@ class GraphCallbackHandler(_HandlerBase):
         """The run resumed from a saved checkpoint."""
 
 
+if TYPE_CHECKING:
+
+    class GraphCallbackHandler(_GraphHandlerMethods):
+        """Receives graph lifecycle events (see :class:`_GraphHandlerMethods`)."""
+
+
+_handler_class: type[GraphCallbackHandler] | None = None
+"""``GraphCallbackHandler`` once made (see the module's text)."""
+_handler_class_lock = threading.Lock()
+
+
+def _make_handler_class() -> type[GraphCallbackHandler]:
+    global _handler_class  # made once, on first use
+    with _handler_class_lock:
+        if _handler_class is None:
+            try:
+                from langchain_core.callbacks import (  # noqa: PLC0415 - see above
+                    BaseCallbackHandler,
+                )
+
+                bases: tuple[type, ...] = (_GraphHandlerMethods, BaseCallbackHandler)
+            except ImportError:  # langchain-core is optional
+                bases = (_GraphHandlerMethods,)
+            _handler_class = type(
+                "GraphCallbackHandler",
+                bases,
+                {
+                    "__module__": __name__,
+                    "__qualname__": "GraphCallbackHandler",
+                    "__doc__": _GraphHandlerMethods.__doc__,
+                },
+            )
+        return _handler_class
+
+
+def __getattr__(name: str) -> Any:
+    if name == "GraphCallbackHandler":
+        return _handler_class or _make_handler_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def is_graph_handler(obj: object) -> bool:
+    """Whether ``obj`` is a :class:`GraphCallbackHandler` (never makes the class:
+    before it is made, nothing is one)."""
+    cls = _handler_class
+    return cls is not None and isinstance(obj, cls)
+
+
 _KEEP: Any = object()
 
 
 def _graph_handlers(handlers: Sequence[Any]) -> list[GraphCallbackHandler]:
-    return [h for h in handlers if isinstance(h, GraphCallbackHandler)]
+    return [h for h in handlers if is_graph_handler(h)]
 
 
 class _GraphCallbackManagerBase:
@@ -177,8 +222,8 @@ class _GraphCallbackManagerBase:
             return cls(run_id=run_id)
         if isinstance(callbacks, cls):
             return callbacks.copy(run_id=run_id)
-        if isinstance(callbacks, GraphCallbackHandler):
-            return cls([callbacks], run_id=run_id)
+        if is_graph_handler(callbacks):
+            return cls([callbacks], run_id=run_id)  # type: ignore[list-item]
         if hasattr(callbacks, "handlers") and hasattr(
             callbacks, "inheritable_handlers"
         ):

@@ -27,11 +27,11 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from engine.callbacks import (
-    GraphCallbackHandler,
     GraphInterruptEvent,
     GraphResumeEvent,
     get_async_graph_callback_manager_for_config,
     get_sync_graph_callback_manager_for_config,
+    is_graph_handler,
 )
 
 if TYPE_CHECKING:
@@ -81,13 +81,13 @@ def lifecycle_manager(
 def _has_graph_handler(callbacks: Any) -> bool:
     if callbacks is None:
         return False
-    if isinstance(callbacks, GraphCallbackHandler):
+    if is_graph_handler(callbacks):
         return True
     handlers = getattr(callbacks, "handlers", None)
     if handlers is not None:  # a callback manager (ours or LangChain's)
-        return any(isinstance(h, GraphCallbackHandler) for h in handlers)
+        return any(map(is_graph_handler, handlers))
     if isinstance(callbacks, (list, tuple)):
-        return any(isinstance(h, GraphCallbackHandler) for h in callbacks)
+        return any(map(is_graph_handler, callbacks))
     return True  # let the manager refuse what it cannot read
 
 

@@ -39,6 +39,7 @@ import contextvars
 import logging
 import os
 import queue
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -46,12 +47,9 @@ from typing import TYPE_CHECKING, Any
 from engine._internal._in_thread import in_thread
 from engine._internal._scope import current_scope
 from engine.checkpoint.base import BaseCheckpointSaver
-from engine.checkpoint.memory import InMemorySaver
-from engine.checkpoint.sqlite.aio import AsyncSqliteSaver
 from engine.pregel._persist import (
     LeaseKey,
     SyncPersistence,
-    _report,
     saves_inline,
 )
 
@@ -75,8 +73,14 @@ log = logging.getLogger(__name__)
 RUN_SLOTS = 32
 """Runs on threads of their own at once, at most (more go step by step)."""
 
-_SAVERS = frozenset({InMemorySaver, AsyncSqliteSaver})
-"""The saver classes (exactly: a subclass may do other I/O) a run may have."""
+_SAVERS = (
+    ("engine.checkpoint.memory", "InMemorySaver"),
+    ("engine.checkpoint.sqlite.aio", "AsyncSqliteSaver"),
+)
+"""The saver classes (exactly: a subclass may do other I/O) a run may have, by
+module and name: looked up among the modules already imported (a saver's
+class is), so that importing the engine does not import them (SQLite's,
+aiosqlite)."""
 
 _PLAIN_CONFIG_KEYS = frozenset(
     {
@@ -94,6 +98,14 @@ _PLAIN_CONFIG_KEYS = frozenset(
 _running = 0
 """Runs on their threads now (read without the lock: a soft limit)."""
 _running_lock = threading.Lock()
+
+
+def _allowed_saver(cls: type[Any]) -> bool:
+    for module, name in _SAVERS:
+        found = sys.modules.get(module)
+        if found is not None and getattr(found, name, None) is cls:
+            return True
+    return False
 
 
 class CancelFlag:
@@ -151,7 +163,7 @@ def runs_on_one_thread(graph: Pregel, config: Mapping[str, Any] | None) -> bool:
     ):
         return False
     saver = graph.checkpointer
-    if saver is not None and saver is not False and type(saver) not in _SAVERS:
+    if saver is not None and saver is not False and not _allowed_saver(type(saver)):
         return False
     if not (_plain_config(config) and _plain_config(graph.config)):
         return False
@@ -212,9 +224,7 @@ class GuardedPersistence(SyncPersistence):
 
     def _start_lane(self) -> None:
         """The waiting saves, made now in this thread (the lock is held)."""
-        batch = self._steal()
-        if batch:
-            _report(batch, self._save(batch, None))
+        self._save_here(self._steal())
 
     def put_writes(self, *args: Any, **kwargs: Any) -> None:
         with self.flag.lock:

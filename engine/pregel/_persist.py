@@ -427,13 +427,17 @@ class SyncPersistence:
         if on_saved is not None:
             on_saved(time.perf_counter() - started)
 
+    def _save_here(self, batch: list[Saved]) -> None:
+        """Make ``batch`` (saves taken off the queue) in this thread."""
+        if batch:
+            _report(batch, self._save(batch, None))
+
     def flush(self) -> None:
         """Wait for every queued save; raise the first save error, if any. Saves
         no lane has taken are made in this thread (see the class docstring)."""
         with self._cond:
             batch = self._steal()
-        if batch:
-            _report(batch, self._save(batch, None))
+        self._save_here(batch)
         with self._cond:
             while self._taken or self._queue:
                 self._cond.wait()

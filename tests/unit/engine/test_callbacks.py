@@ -240,7 +240,7 @@ class H(GraphCallbackHandler):
     def on_resume(self, event):
         print("resumed", event)
 
-assert GraphCallbackHandler.__mro__[1] is object
+assert not any(c.__module__.startswith("langchain") for c in GraphCallbackHandler.__mro__)
 manager = get_sync_graph_callback_manager_for_config({"callbacks": [H(), object()]})
 assert len(manager.handlers) == 1
 manager.on_resume("evt")
@@ -251,3 +251,46 @@ manager.on_resume("evt")
 
     assert done.returncode == 0, done.stderr
     assert done.stdout == "resumed evt\n"
+
+
+def test_the_handler_class_is_made_once_and_is_a_langchain_handler() -> None:
+    import engine.callbacks as callbacks  # noqa: PLC0415 - the module object itself
+
+    made = callbacks.GraphCallbackHandler
+    assert made is callbacks.GraphCallbackHandler
+    assert issubclass(made, BaseCallbackHandler)
+    assert made.__module__ == "engine.callbacks"
+    assert made.__qualname__ == "GraphCallbackHandler"
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        callbacks.Nope  # noqa: B018 - the attribute lookup is the test
+
+
+def test_importing_the_engine_imports_neither_langchain_nor_savers_it_may_not_use() -> (
+    None
+):
+    """``import engine.graph`` leaves langchain-core (and pydantic) and the SQLite
+    savers (and aiosqlite) unimported until a program uses them; a run with no
+    graph handler never makes the handler class."""
+    script = """
+import sys
+import engine.graph
+from engine.graph import StateGraph, START, END
+from typing import TypedDict
+
+class S(TypedDict):
+    n: int
+
+b = StateGraph(S)
+b.add_node("a", lambda s: {"n": s["n"] + 1})
+b.add_edge(START, "a")
+b.add_edge("a", END)
+assert b.compile().invoke({"n": 1}, {"callbacks": []}) == {"n": 2}
+print(sorted(m for m in ("langchain_core", "pydantic", "aiosqlite",
+    "engine.checkpoint.sqlite", "engine.checkpoint.memory") if m in sys.modules))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "[]\n"
