@@ -6,11 +6,11 @@ Graphviz, anyone can render it with :meth:`DrawableGraph.draw_mermaid`.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from engine._internal._constants import END, START
+from engine.pregel._mermaid import langchain_graph, mermaid_text, render_mermaid_png
 
 if TYPE_CHECKING:
     from engine.pregel.main import Pregel
@@ -84,49 +84,58 @@ class DrawableGraph:
             ],
         }
 
-    def draw_mermaid(self, *, with_styles: bool = True) -> str:
-        """Mermaid flowchart text: conditional edges dotted, START/END rounded."""
-        lines = ["graph TD;"]
-        for node in self.nodes.values():
-            key = _mermaid_id(node.id)
-            label = _mermaid_label(node.name)
-            if node.id == START:
-                lines.append(f"\t{key}([<p>{label}</p>]):::first")
-            elif node.id == END:
-                lines.append(f"\t{key}([<p>{label}</p>]):::last")
-            else:
-                lines.append(f"\t{key}({label})")
-        for edge in self.edges:
-            src, dst = _mermaid_id(edge.source), _mermaid_id(edge.target)
-            if edge.conditional:
-                if edge.data:
-                    lines.append(
-                        f"\t{src} -. &nbsp;{_mermaid_label(edge.data)}&nbsp; .-> {dst};"
-                    )
-                else:
-                    lines.append(f"\t{src} -.-> {dst};")
-            else:
-                label = f"|{_mermaid_label(edge.data)}|" if edge.data else ""
-                lines.append(f"\t{src} -->{label} {dst};")
-        if with_styles:
-            lines.append("\tclassDef default fill:#f2f0ff,line-height:1.2")
-            lines.append("\tclassDef first fill-opacity:0")
-            lines.append("\tclassDef last fill:#bfb6fc")
-        return "\n".join(lines) + "\n"
+    def draw_mermaid(
+        self,
+        *,
+        with_styles: bool = True,
+        curve_style: Any = "linear",
+        node_colors: Any = None,
+        wrap_label_n_words: int = 9,
+        frontmatter_config: dict[str, Any] | None = None,
+    ) -> str:
+        """Mermaid flowchart text, as LangGraph's (``engine.pregel._mermaid``):
+        conditional edges dotted, the first and last nodes rounded."""
+        return mermaid_text(
+            self,
+            with_styles=with_styles,
+            curve_style=curve_style,
+            node_colors=node_colors,
+            wrap_label_n_words=wrap_label_n_words,
+            frontmatter_config=frontmatter_config,
+        )
 
+    def draw_mermaid_png(
+        self,
+        *,
+        curve_style: Any = "linear",
+        node_colors: Any = None,
+        wrap_label_n_words: int = 9,
+        frontmatter_config: dict[str, Any] | None = None,
+        **render: Any,
+    ) -> bytes:
+        """The PNG of :meth:`draw_mermaid`'s text, rendered by langchain-core as
+        in LangGraph (``output_file_path``, ``draw_method``, ``background_color``,
+        ``padding``, ``max_retries``, ``retry_delay``, ``base_url``, ``proxies``
+        are its options; by default the text is sent to Mermaid.ink)."""
+        text = self.draw_mermaid(
+            curve_style=curve_style,
+            node_colors=node_colors,
+            wrap_label_n_words=wrap_label_n_words,
+            frontmatter_config=frontmatter_config,
+        )
+        return render_mermaid_png(text, **render)
 
-def _mermaid_id(value: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_]", "_", value)
+    def draw_png(self, *args: Any, **kwargs: Any) -> Any:
+        """langchain-core's ``Graph.draw_png`` (pygraphviz), as in LangGraph."""
+        return langchain_graph(self).draw_png(*args, **kwargs)
 
+    def draw_ascii(self) -> str:
+        """langchain-core's ``Graph.draw_ascii`` (grandalf), as in LangGraph."""
+        return str(langchain_graph(self).draw_ascii())
 
-def _mermaid_label(value: str) -> str:
-    return (
-        value.replace("&", "&amp;")
-        .replace("<", "&lt;")
-        .replace(">", "&gt;")
-        .replace('"', "&quot;")
-        .replace("|", "&#124;")
-    )
+    def print_ascii(self) -> None:
+        """Print :meth:`draw_ascii`."""
+        print(self.draw_ascii())
 
 
 def draw_graph(graph: Pregel, *, xray: int | bool = False) -> DrawableGraph:

@@ -215,7 +215,9 @@ def test_mermaid_download_is_plain_text(signed_in: Client) -> None:
     assert response.headers["Content-Type"] == "text/plain; charset=utf-8"
     assert response.headers["Content-Disposition"] == 'inline; filename="purchase.mmd"'
     text = response.content.decode()
-    assert text.startswith("graph TD;")
+    assert text.startswith(
+        "---\nconfig:\n  flowchart:\n    curve: linear\n---\ngraph TD;\n"
+    )
     assert "human_review -.-> execute;" in text
 
 
