@@ -304,7 +304,7 @@ class LoopEmitter(LoopState):
             metadata.setdefault("thread_id", self.thread_id)
         return metadata
 
-    def _message_writer(self, task: PregelExecutableTask) -> Callable[[Any], None]:
+    def _message_writer(self, task: PregelExecutableTask) -> Callable[..., None]:
         # streamed chunks come from a model run, whose metadata also has its tags
         metadata = self._message_metadata(task)
         tags = [
@@ -316,11 +316,15 @@ class LoopEmitter(LoopState):
             metadata["tags"] = tags
         sink, ns, streamed = self.sink, self.ns, self._streamed_messages
 
-        def write(chunk: Any) -> None:
+        def write(chunk: Any, run_metadata: dict[str, Any] | None = None) -> None:
+            """``chunk`` to the messages stream; ``run_metadata``: the model
+            run's callback metadata, sent as LangGraph sends it (the config's
+            keys again, and the model's ``ls_*`` and ``configurable`` ones)."""
             message_id = _message_id(chunk)
             if message_id is not None:
                 streamed.add(message_id)
-            sink((ns, "messages", (chunk, metadata)))
+            meta = metadata if not run_metadata else {**run_metadata, **metadata}
+            sink((ns, "messages", (chunk, meta)))
 
         return write
 

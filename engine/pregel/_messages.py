@@ -29,9 +29,13 @@ def _handler_class() -> Any:
 
         run_inline = True
 
-        def __init__(self, writer: Callable[[Any], None]) -> None:
+        def __init__(self, writer: Callable[..., None]) -> None:
             self.writer = writer
             self.skipped: set[Any] = set()
+            self.metadata: dict[Any, dict[str, Any]] = {}
+            """Each model run's callback metadata (LangChain's: the config's,
+            its ``configurable`` scalars, the model's ``ls_*`` parameters):
+            what LangGraph sends with the run's chunks."""
 
         # Having these two makes LangChain treat the handler as a streaming one, so
         # chat models stream tokens instead of answering in one piece.
@@ -52,6 +56,8 @@ def _handler_class() -> Any:
         ) -> None:
             if tags and TAG_NOSTREAM in tags:
                 self.skipped.add(run_id)
+            elif metadata := kwargs.get("metadata"):
+                self.metadata[run_id] = metadata
 
         def on_llm_new_token(
             self, token: Any, *, chunk: Any = None, run_id: Any = None, **kwargs: Any
@@ -60,7 +66,18 @@ def _handler_class() -> Any:
                 return
             message = getattr(chunk, "message", None)
             if message is not None:
-                self.writer(message)
+                self.writer(message, self.metadata.get(run_id))
+
+        def on_llm_end(
+            self, response: Any, *, run_id: Any = None, **kwargs: Any
+        ) -> None:
+            self.metadata.pop(run_id, None)
+            self.skipped.discard(run_id)
+
+        def on_llm_error(
+            self, error: BaseException, *, run_id: Any = None, **kwargs: Any
+        ) -> None:
+            self.on_llm_end(None, run_id=run_id)
 
     return _ForwardTokens
 
@@ -71,9 +88,10 @@ _LOADED = False
 
 @contextlib.contextmanager
 def langchain_messages(
-    config: dict[str, Any], writer: Callable[[Any], None] | None
+    config: dict[str, Any], writer: Callable[..., None] | None
 ) -> Iterator[None]:
-    """Run the body with LangChain callbacks that stream tokens to ``writer``."""
+    """Run the body with LangChain callbacks that stream tokens to ``writer``,
+    with the model run's callback metadata as its second argument."""
     global _HANDLER, _LOADED
     if writer is None:
         yield

@@ -3,7 +3,9 @@
 As LangGraph 1.2.24 (observed): a part's metadata holds the run config's
 metadata (``lc_agent_name``...), the task's ``langgraph_*`` keys, the node's own
 metadata and the thread id; a streamed chunk's (a model run's) also has the
-run's ``tags``. A message the node was given in its input is not streamed again
+run's ``tags``, and a chat model's tokens the model run's callback metadata
+(LangChain's: the model's ``ls_*`` parameters, ``lc_versions``, the config's
+``configurable`` scalars such as ``checkpoint_ns``). A message the node was given in its input is not streamed again
 when the node returns it.
 """
 
@@ -107,3 +109,32 @@ def test_messages_a_node_was_given_are_not_streamed_again() -> None:
 
     # the subgraph returns the whole conversation, which it was given
     assert [(ns, part[0].id) for ns, part in parts] == [((), "m1")]
+
+
+def test_a_chat_models_tokens_carry_its_runs_callback_metadata() -> None:
+    from langchain_core.language_models.fake_chat_models import (  # noqa: PLC0415
+        GenericFakeChatModel,
+    )
+
+    chat = GenericFakeChatModel(messages=iter([AIMessage("hello there", id="m3")]))
+
+    def model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [chat.invoke(state["messages"])]}
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
+    builder.add_node("model", model, metadata={"nodemeta": 1})
+    builder.add_edge(START, "model")
+    graph = builder.compile(checkpointer=InMemorySaver())
+
+    parts = list(graph.stream({"messages": []}, CONFIG, stream_mode="messages"))
+
+    assert "".join(chunk.content for chunk, _ in parts) == "hello there"
+    for _, metadata in parts:
+        assert metadata["ls_provider"] == "genericfakechatmodel"
+        assert metadata["ls_model_type"] == "chat"
+        assert "langchain-core" in metadata["lc_versions"]
+        assert metadata["checkpoint_ns"] == metadata["langgraph_checkpoint_ns"]
+        assert metadata["langgraph_node"] == "model"
+        assert metadata["nodemeta"] == 1
+        assert metadata["lc_agent_name"] == "bob"
+        assert metadata["tags"] == ["t1"]
