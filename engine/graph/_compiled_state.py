@@ -134,6 +134,8 @@ class CompiledStateGraph(Pregel):
         )
         for name, spec in builder.nodes.items():
             info = builder.schemas[spec.input_schema]
+            runnable = spec.runnable
+            subgraph = find_subgraph(runnable)
             writer = NodeWriter(
                 name,
                 output_keys,
@@ -141,10 +143,9 @@ class CompiledStateGraph(Pregel):
                 list(builder.branches.get(name, {}).values()),
                 state_keys,
                 state_mapper,
+                whole_state=subgraph is not None and subgraph is runnable,
             )
             writers[name] = writer
-            runnable = spec.runnable
-            subgraph = find_subgraph(runnable)
             subgraphs = [subgraph] if subgraph is not None else []
             policies = builder.node_policies(name)
             nodes[name] = PregelNode(

@@ -49,6 +49,7 @@ class NodeWriter:
         "state_mapper",
         "state_keys",
         "where",
+        "whole_state",
     )
 
     def __init__(
@@ -59,8 +60,14 @@ class NodeWriter:
         branches: list[BranchSpec],
         state_keys: tuple[str, ...],
         state_mapper: Callable[[dict[str, Any]], Any] | None,
+        *,
+        whole_state: bool = False,
     ) -> None:
         self.name = name
+        self.whole_state = whole_state
+        """The node is a compiled graph, whose output is its whole state: keys
+        the parent does not have (the subgraph's own) are dropped, as in
+        LangGraph, where a function node's are refused (``_unknown_key``)."""
         self.output_keys = output_keys
         self.edge_writes = edge_writes
         self.branches = branches
@@ -93,9 +100,10 @@ class NodeWriter:
             writes.append((key, value))
 
     def _unknown_key(self, key: Any) -> None:
-        """Refuse a write to an undeclared key; a managed value's is ignored."""
-        if key in self.managed_keys:
-            return  # computed per task (RemainingSteps...): nothing to store
+        """Refuse a write to an undeclared key; a managed value's is ignored, and
+        so is a subgraph's own key (``whole_state``)."""
+        if key in self.managed_keys or self.whole_state:
+            return  # computed per task (RemainingSteps...), or the subgraph's own
         raise InvalidUpdateError(
             error_message(
                 f"{self.where.capitalize()} wrote key {key!r}, which is not in the state "

@@ -205,6 +205,44 @@ def test_invoke_node_writing_an_unknown_key_raises_naming_node_and_key() -> None
     assert "'a'" in str(info.value)
 
 
+class _SubState(TypedDict, total=False):
+    log: Annotated[list[str], operator.add]
+    scratch: str  # the subgraph's own key, which the parent does not have
+    item: int
+
+
+def _subgraph_with_a_private_key() -> Any:
+    sub: StateGraph[Any, Any, Any, Any] = StateGraph(_SubState)
+    sub.add_node(
+        "inner", lambda s: {"log": [f"inner{s.get('item', '')}"], "scratch": "x"}
+    )
+    sub.add_edge(START, "inner")
+    return sub.compile()
+
+
+def test_a_subgraph_nodes_own_keys_are_dropped_as_in_langgraph() -> None:
+    # LangGraph's documented pattern: a subgraph sharing some keys with its parent
+    # is added as a node; its output is its whole state, whose other keys (here
+    # ``scratch``) stay its own. Only a function node's unknown key is refused.
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(LogState)
+    builder.add_node("sub", _subgraph_with_a_private_key())
+    builder.add_edge(START, "sub")
+    graph = builder.compile()
+
+    assert graph.invoke({"x": 1, "log": []}) == {"x": 1, "log": ["inner"]}
+    assert updates_by_step(graph, {"x": 1, "log": []}) == [{"sub": {"log": ["inner"]}}]
+
+    sent: StateGraph[Any, Any, Any, Any] = StateGraph(LogState)
+    sent.add_node("sub", _subgraph_with_a_private_key())
+    sent.add_conditional_edges(
+        START, lambda s: [Send("sub", {"item": i}) for i in (1, 2)]
+    )
+    assert sent.compile().invoke({"x": 0, "log": []}) == {
+        "x": 0,
+        "log": ["inner1", "inner2"],
+    }
+
+
 def test_invoke_input_with_an_unknown_key_ignores_it_as_langgraph_does() -> None:
     graph = chain(["a"]).compile()
 
