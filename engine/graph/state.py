@@ -690,16 +690,13 @@ def _is_async_node(action: Any) -> bool:
 
 def _register_types(schema: type[Any]) -> None:
     """Let the serializer load the classes a state schema mentions."""
-    seen: set[Any] = set()
+    seen: dict[int, Any] = {}  # by id: an ``Annotated`` holding a channel is unhashable
     todo: list[Any] = [schema]
     while todo:
         item = todo.pop()
-        if item in seen:
+        if id(item) in seen:
             continue
-        try:
-            seen.add(item)
-        except TypeError:
-            continue
+        seen[id(item)] = item  # kept, so that its id is not reused meanwhile
         if isinstance(item, type) and (
             is_pydantic_model(item)
             or hasattr(item, "__dataclass_fields__")

@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal, TypedDict
 import pydantic
 import pytest
 
+from engine.channels import Topic
 from engine.errors import (
     EmptyInputError,
     GraphRecursionError,
@@ -644,6 +645,24 @@ def test_overwrite_replaces_a_reduced_value() -> None:
         builder.add_edge(START, "a")
 
         assert builder.compile().invoke({"items": ["old"]}) == {"items": ["fresh"]}
+
+
+class TopicState(TypedDict, total=False):
+    items: Annotated[list[str], Topic(str, accumulate=True)]
+
+
+def test_a_key_annotated_with_a_channel_instance_uses_that_channel() -> None:
+    # LangGraph accepts a channel as a key's annotation; its schema walk used to
+    # fail on it (``Annotated[...]`` holding a channel is unhashable).
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(TopicState)
+    builder.add_node("a", lambda s: {"items": "x"})
+    builder.add_node("b", lambda s: {"items": ["y", "z"]})
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+
+    assert builder.compile().invoke({"items": "start"}) == {
+        "items": ["start", "x", "y", "z"]
+    }
 
 
 # -- edges ----------------------------------------------------------------------------
