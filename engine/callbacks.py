@@ -15,8 +15,8 @@ LangChain's callbacks) and ``config["callbacks"]`` may be a LangChain callback
 manager; without it, the handler is a plain class and callbacks are a handler or
 a sequence of them. The class is made the first time it is asked for
 (``engine.callbacks.GraphCallbackHandler``), so importing the engine does not
-import langchain-core (~0.13 s, with pydantic): until then no handler exists, and
-the runs look for none. Either way only ``GraphCallbackHandler`` instances receive
+import LangChain's callbacks: until then no handler exists, and the runs look
+for none. Either way only ``GraphCallbackHandler`` instances receive
 lifecycle events, and handlers are called as LangChain calls them: a failing
 handler is logged and skipped unless its ``raise_error`` is true; a coroutine
 method is awaited; the async dispatcher runs sync handlers in a worker thread

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import (
+    TYPE_CHECKING,
     Any,
     ClassVar,
     Generic,
@@ -279,9 +280,26 @@ class Overwrite:
     """Tells an overwrite apart once it was turned into a plain dict."""
 
 
+if TYPE_CHECKING:
+    _ToolOutput = object
+else:
+    try:  # what LangChain tools may return as it is (LangGraph's Command is one)
+        from langchain_core.messages.tool import ToolOutputMixin as _ToolOutput
+    except ImportError:  # langchain-core is optional
+
+        class _ToolOutput:
+            __slots__ = ()
+
+
 @dataclass(slots=True)
-class Command(Generic[N]):
+class Command(Generic[N], _ToolOutput):
     """Update state and choose where to go next, from a node; or resume a paused run.
+
+    With langchain-core installed, a ``Command`` is a LangChain
+    ``ToolOutputMixin``, as LangGraph's is: a LangChain tool that returns one
+    (to update the state, or to hand off to another agent) has it passed
+    through whole to the ``ToolNode``, where any other value is turned into
+    the text of a ``ToolMessage``.
 
     Args:
         graph: ``None`` for the current graph, ``Command.PARENT`` for the parent graph.

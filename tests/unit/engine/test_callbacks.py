@@ -265,15 +265,17 @@ def test_the_handler_class_is_made_once_and_is_a_langchain_handler() -> None:
         callbacks.Nope  # noqa: B018 - the attribute lookup is the test
 
 
-def test_importing_the_engine_imports_neither_langchain_nor_savers_it_may_not_use() -> (
-    None
-):
-    """``import engine.graph`` leaves langchain-core (and pydantic) and the SQLite
-    savers (and aiosqlite) unimported until a program uses them; a run with no
-    graph handler never makes the handler class."""
+def test_importing_the_engine_imports_no_saver_and_makes_no_handler_class() -> None:
+    """``import engine.graph`` leaves the SQLite savers (and aiosqlite) and the
+    memory saver unimported until a program uses them, and a run with no graph
+    handler never makes the handler class; without langchain-core installed,
+    nothing of it (or of pydantic) is imported either."""
     script = """
 import sys
+if sys.argv[1] == "without":
+    sys.modules["langchain_core"] = None
 import engine.graph
+import engine.callbacks
 from engine.graph import StateGraph, START, END
 from typing import TypedDict
 
@@ -285,12 +287,17 @@ b.add_node("a", lambda s: {"n": s["n"] + 1})
 b.add_edge(START, "a")
 b.add_edge("a", END)
 assert b.compile().invoke({"n": 1}, {"callbacks": []}) == {"n": 2}
-print(sorted(m for m in ("langchain_core", "pydantic", "aiosqlite",
-    "engine.checkpoint.sqlite", "engine.checkpoint.memory") if m in sys.modules))
+assert engine.callbacks._handler_class is None
+print(sorted(m for m in ("pydantic", "aiosqlite", "engine.checkpoint.sqlite",
+    "engine.checkpoint.memory") if m in sys.modules))
 """
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=False
-    )
+    for langchain, expected in (("without", "[]\n"), ("with", "['pydantic']\n")):
+        done = subprocess.run(
+            [sys.executable, "-c", script, langchain],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
 
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "[]\n"
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == expected

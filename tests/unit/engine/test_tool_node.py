@@ -21,6 +21,7 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import InjectedToolCallId
 from langchain_core.tools import tool as lc_tool
 
 import engine.graph.message as message_module
@@ -345,6 +346,31 @@ def test_a_tool_returning_a_command_updates_the_state_and_goes_to() -> None:
     assert [(m.content, m.name) for m in out["messages"][1:]] == [
         ("noted", "set_note"),  # the ToolNode names the answer after its tool
         ("hello fay", "greet"),
+    ]
+
+
+@lc_tool
+def lc_set_note(
+    text: str, tool_call_id: Annotated[str, InjectedToolCallId]
+) -> Command[Any]:
+    """Update the state and move on (a LangChain tool)."""
+    return Command(
+        update={
+            "note": text,
+            "messages": [ToolMessage("noted", tool_call_id=tool_call_id)],
+        },
+        goto="after",
+    )
+
+
+def test_a_langchain_tool_returning_a_command_updates_the_state_and_goes_to() -> None:
+    # LangChain turns a tool's output into a ToolMessage's text unless it is a
+    # ToolOutputMixin, as LangGraph's Command is (and so ours, with langchain-core).
+    out = graph_of(ToolNode([lc_set_note])).invoke(ai(("lc_set_note", {"text": "hi"})))
+
+    assert out["note"] == "hi+after"
+    assert [(m.content, m.name) for m in out["messages"][1:]] == [
+        ("noted", "lc_set_note")
     ]
 
 
