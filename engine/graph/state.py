@@ -19,7 +19,10 @@ in ``_node_writer``.
 from __future__ import annotations
 
 import contextlib
+import copy
+import dataclasses
 import inspect
+import logging
 import types
 import typing
 from collections import defaultdict
@@ -58,6 +61,8 @@ from engine.types import (
 )
 
 __all__ = ("CompiledStateGraph", "NodePolicies", "StateGraph", "StateNodeSpec")
+
+logger = logging.getLogger(__name__)
 
 StateT = TypeVar("StateT")
 ContextT = TypeVar("ContextT")
@@ -332,9 +337,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         if kwargs:
             raise TypeError(f"add_node() got unexpected arguments {sorted(kwargs)}")
         if self.compiled:
-            raise GraphValidationError(
-                "Cannot add a node to a graph that was already compiled"
-            )
+            _warn_compiled("a node")
         if not isinstance(node, str):
             action = node
             name = _node_name(node)
@@ -431,9 +434,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
     def add_edge(self, start_key: str | Sequence[str], end_key: str) -> Self:
         """Run ``end_key`` after ``start_key``; with a list of starts, after all of them."""
         if self.compiled:
-            raise GraphValidationError(
-                "Cannot add an edge to a graph that was already compiled"
-            )
+            _warn_compiled("an edge")
         if isinstance(start_key, str):
             if start_key == END:
                 raise GraphValidationError("END cannot be the start of an edge")
@@ -464,9 +465,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         ``path_map`` maps its answers to node names (and limits them).
         """
         if self.compiled:
-            raise GraphValidationError(
-                "Cannot add an edge to a graph that was already compiled"
-            )
+            _warn_compiled("an edge")
         name = _node_name(path)
         if name == "<lambda>":
             name = "condition"
@@ -524,6 +523,23 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         return self
 
     # -- validation ------------------------------------------------------------------
+
+    def _snapshot(self) -> Self:
+        """A copy of this builder that later ``add_*`` calls do not change: what
+        a compiled graph keeps as its ``builder`` (drawing reads it)."""
+        kept = copy.copy(self)
+        kept.migrations = dict(self.migrations)
+        kept.nodes = dict(self.nodes)
+        kept.edges = set(self.edges)
+        kept.waiting_edges = set(self.waiting_edges)
+        kept.branches = defaultdict(
+            dict, {name: dict(specs) for name, specs in self.branches.items()}
+        )
+        kept.schemas = dict(self.schemas)
+        kept.channels = dict(self.channels)
+        kept.node_defaults = dataclasses.replace(self.node_defaults)
+        kept.compiled = True
+        return kept
 
     def validate(self, interrupt: Sequence[str] | None = None) -> Self:
         """Check every edge, branch and interrupt names a node; raise naming the culprit."""
@@ -668,7 +684,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             ]
         )
         compiled = CompiledStateGraph.build(
-            self,
+            self._snapshot(),
             checkpointer=checkpointer,
             cache=cache,
             store=store,
@@ -682,6 +698,16 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             compiled.stream_transformers = tuple(transformers)
         self.compiled = True
         return compiled
+
+
+def _warn_compiled(what: str) -> None:
+    """Adding to a builder that was compiled: allowed, as in LangGraph, with a
+    warning; graphs compiled before keep what they had (``_snapshot``)."""
+    logger.warning(
+        "Adding %s to a graph that was already compiled: the graphs compiled "
+        "before do not change; compile again to use it.",
+        what,
+    )
 
 
 def _is_async_node(action: Any) -> bool:

@@ -171,6 +171,30 @@ def test_add_node_named_like_a_state_key_runs_as_in_langgraph() -> None:
     }
 
 
+def test_adding_after_compile_warns_and_leaves_compiled_graphs_as_they_were(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # As LangGraph: a warning, not an error (a notebook cell run again); a graph
+    # compiled before keeps its nodes and its drawing.
+    builder = chain(["a"])
+    first = builder.compile()
+    with caplog.at_level("WARNING", logger="engine.graph.state"):
+        builder.add_node("b", appender("b"))
+        builder.add_edge("a", "b")
+        builder.add_conditional_edges("b", lambda s: END)
+    second = builder.compile()
+
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == [
+        "Adding a node to a graph that was already compiled",
+        "Adding an edge to a graph that was already compiled",
+        "Adding an edge to a graph that was already compiled",
+    ]
+    assert first.invoke({"x": 0}) == {"x": 0, "log": ["a"]}
+    assert second.invoke({"x": 0}) == {"x": 0, "log": ["a", "b"]}
+    assert "b" not in first.get_graph().nodes
+    assert "b" in second.get_graph().nodes
+
+
 # -- run-time errors ------------------------------------------------------------------
 
 
