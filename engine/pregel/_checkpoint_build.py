@@ -18,7 +18,7 @@ from engine._internal._constants import (
 )
 from engine._internal._ids import new_checkpoint_stamp
 from engine._internal._typing import MISSING, RunnableConfig
-from engine.checkpoint.base import EXPECTED_HEAD, Checkpoint
+from engine.checkpoint.base import EXCLUDED_METADATA_KEYS, EXPECTED_HEAD, Checkpoint
 from engine.checkpoint.serde.jsonplus import PlainDict, is_small_plain, plain_keys
 from engine.constants import TAG_HIDDEN
 from engine.pregel._algo import PregelExecutableTask, next_names
@@ -179,7 +179,8 @@ class CheckpointBuilder(LoopState):
 
     def _run_metadata(self) -> tuple[dict[str, Any], dict[str, str], bool]:
         """What every checkpoint of the run says the same: the plain entries of
-        the config's metadata and the parent namespaces' checkpoint ids (the
+        the config's metadata (not the keys that address a checkpoint or describe a
+        task, as LangGraph leaves them out) and the parent namespaces' checkpoint ids (the
         config does not change while the run lasts); and whether a step's
         metadata made of them is plain JSON (``PlainDict``): they are, and the
         node names that key its ``writes`` may be keys (its other parts are
@@ -187,7 +188,9 @@ class CheckpointBuilder(LoopState):
         own = {
             k: v
             for k, v in self.config.get("metadata", {}).items()
-            if _plain(v) and not k.startswith(("langgraph_", "__"))
+            if _plain(v)
+            and k not in EXCLUDED_METADATA_KEYS  # a subgraph's config has thread_id
+            and not k.startswith(("langgraph_", "__"))
         }
         parents = {
             ns: cid

@@ -268,6 +268,31 @@ def test_a_subgraph_nodes_own_keys_are_dropped_as_in_langgraph() -> None:
     }
 
 
+def test_a_subgraphs_checkpoints_do_not_copy_the_task_keys_into_metadata() -> None:
+    # A subgraph's config metadata holds its task's keys (``thread_id``,
+    # ``langgraph_*``): LangGraph leaves them out of checkpoint metadata.
+    from engine.checkpoint.memory import InMemorySaver  # noqa: PLC0415
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(LogState)
+    builder.add_node("sub", _subgraph_with_a_private_key())
+    builder.add_edge(START, "sub")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t"}, "metadata": {"user": "u1"}}
+
+    parts = list(
+        graph.stream(
+            {"x": 0, "log": []}, config, stream_mode="checkpoints", subgraphs=True
+        )
+    )
+
+    inner = [part["metadata"] for ns, part in parts if ns]
+    assert [m["source"] for m in inner] == ["input", "loop", "loop"]
+    for metadata in inner:
+        assert "thread_id" not in metadata
+        assert not any(key.startswith("langgraph_") for key in metadata)
+        assert metadata["user"] == "u1"  # the run's own metadata is kept
+
+
 def test_invoke_input_with_an_unknown_key_ignores_it_as_langgraph_does() -> None:
     graph = chain(["a"]).compile()
 
