@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import subprocess
-import sys
 import threading
 import uuid
 from typing import Any
@@ -26,6 +24,7 @@ from engine.callbacks import (
     get_sync_graph_callback_manager_for_config,
 )
 from engine.types import Interrupt
+from tests._support.python_child import run_python
 
 INTERRUPTED = GraphInterruptEvent(
     run_id=None,
@@ -245,12 +244,7 @@ manager = get_sync_graph_callback_manager_for_config({"callbacks": [H(), object(
 assert len(manager.handlers) == 1
 manager.on_resume("evt")
 """
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=False
-    )
-
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "resumed evt\n"
+    assert run_python(script) == "resumed evt\n"
 
 
 def test_the_handler_class_is_made_once_and_is_a_langchain_handler() -> None:
@@ -292,12 +286,4 @@ print(sorted(m for m in ("pydantic", "aiosqlite", "engine.checkpoint.sqlite",
     "engine.checkpoint.memory") if m in sys.modules))
 """
     for langchain, expected in (("without", "[]\n"), ("with", "['pydantic']\n")):
-        done = subprocess.run(
-            [sys.executable, "-c", script, langchain],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-
-        assert done.returncode == 0, done.stderr
-        assert done.stdout == expected
+        assert run_python(script, langchain) == expected

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import base64
 import http.server
-import subprocess
-import sys
 import threading
 import urllib.parse
 from collections.abc import Iterator
@@ -20,6 +18,7 @@ from langchain_core.runnables.graph import CurveStyle, NodeStyles
 
 from engine.graph import END, START, StateGraph
 from engine.types import Command
+from tests._support.python_child import run_python
 
 
 class S(TypedDict, total=False):
@@ -261,9 +260,4 @@ try:
 except ImportError as exc:
     print(exc)
 """
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=False
-    )
-
-    assert done.returncode == 0, done.stderr
-    assert "pip install langchain-core" in done.stdout
+    assert "pip install langchain-core" in run_python(script)

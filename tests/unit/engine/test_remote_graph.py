@@ -7,8 +7,6 @@ observed behaviour); the end-to-end tests against the studio are in
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from typing import Any
 from unittest.mock import MagicMock
 
@@ -26,6 +24,7 @@ from engine.pregel._remote import (
 )
 from engine.pregel.remote import RemoteException, RemoteGraph
 from engine.types import Command, GraphOutput, Interrupt, Send
+from tests._support.python_child import run_python
 
 
 def fake(parts: list[StreamPart]) -> tuple[RemoteGraph, MagicMock]:
@@ -286,12 +285,7 @@ try:
 except ImportError as exc:
     print(exc)
 """
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=False
-    )
-
-    assert done.returncode == 0, done.stderr
-    assert "needs the langgraph-sdk package" in done.stdout
+    assert "needs the langgraph-sdk package" in run_python(script)
 
 
 def test_the_node_name_is_the_given_name_or_the_assistant() -> None:
