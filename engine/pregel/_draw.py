@@ -84,25 +84,9 @@ class DrawableGraph:
             ],
         }
 
-    def draw_mermaid(
-        self,
-        *,
-        with_styles: bool = True,
-        curve_style: Any = "linear",
-        node_colors: Any = None,
-        wrap_label_n_words: int = 9,
-        frontmatter_config: dict[str, Any] | None = None,
-    ) -> str:
-        """Mermaid flowchart text, as LangGraph's (``engine.pregel._mermaid``):
-        conditional edges dotted, the first and last nodes rounded."""
-        return mermaid_text(
-            self,
-            with_styles=with_styles,
-            curve_style=curve_style,
-            node_colors=node_colors,
-            wrap_label_n_words=wrap_label_n_words,
-            frontmatter_config=frontmatter_config,
-        )
+    draw_mermaid = mermaid_text
+    """Mermaid flowchart text, as LangGraph's (``engine.pregel._mermaid``):
+    conditional edges dotted, the first and last nodes rounded."""
 
     def draw_mermaid_png(
         self,
