@@ -179,9 +179,9 @@ class CheckpointBuilder(LoopState):
 
     def _run_metadata(self) -> tuple[dict[str, Any], dict[str, str], bool]:
         """What every checkpoint of the run says the same: the plain entries of
-        the config's metadata (not the keys that address a checkpoint or describe a
-        task, as LangGraph leaves them out) and the parent namespaces' checkpoint ids (the
-        config does not change while the run lasts); and whether a step's
+        the config's metadata (not the keys that address a checkpoint or describe
+        a task, which LangGraph leaves out) and the parent namespaces' checkpoint
+        ids (the config does not change while the run lasts); and whether a step's
         metadata made of them is plain JSON (``PlainDict``): they are, and the
         node names that key its ``writes`` may be keys (its other parts are
         the step, channel and node names)."""
